@@ -1,0 +1,3 @@
+from twinlens.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,48 @@
+"""Positive tests for JAX arrays, tracers and concrete values.
+
+jax is looked up in ``sys.modules`` and never imported here: if jax has not been imported, no
+value can be a JAX array. Concreteness is tested positively (known concrete types), never by
+trying ``np.asarray`` and catching the failure.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+_CONCRETE_SCALARS = (bool, int, float, complex, np.generic)
+
+
+def _jax():
+    return sys.modules.get("jax")
+
+
+def is_jax_array(x: Any) -> bool:
+    """True for a JAX array or a JAX tracer."""
+    jax = _jax()
+    return jax is not None and isinstance(x, jax.Array)
+
+
+def is_tracer(x: Any) -> bool:
+    """True for a JAX tracer (a value being traced by jit, vmap or grad)."""
+    jax = _jax()
+    return jax is not None and isinstance(x, jax.core.Tracer)
+
+
+def any_jax(*xs: Any) -> bool:
+    """True when any argument is a JAX array or tracer."""
+    jax = _jax()
+    if jax is None:
+        return False
+    return any(isinstance(x, jax.Array) for x in xs)
+
+
+def is_concrete(x: Any) -> bool:
+    """True for a value whose content is known now: a Python or numpy scalar, a numpy array,
+    or a JAX array that is not a tracer. Anything else (tracers included) is not concrete."""
+    if isinstance(x, (np.ndarray, *_CONCRETE_SCALARS)):
+        return True
+    jax = _jax()
+    return jax is not None and isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)

@@ -1,0 +1,55 @@
+"""JAX set-up, done the first time the JAX backend is asked for.
+
+* float64 is switched on (``jax_enable_x64``) unless ``TWINLENS_JAX_X64=0`` opts into float32;
+* ``TWINLENS_JAX_CACHE_DIR`` turns on JAX's persistent compilation cache in that folder (off by
+  default);
+* every value-identity class is registered as a JAX pytree (see :mod:`twinlens.fields`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from types import ModuleType
+
+INSTALL_HINT = "pip install 'twinlens[jax]' (or 'twinlens[gpu]' for NVIDIA GPUs)"
+
+_loaded: ModuleType | None = None
+_on_load: list[Callable[[ModuleType], None]] = []
+
+
+def x64_requested() -> bool:
+    return os.environ.get("TWINLENS_JAX_X64", "1").strip().lower() not in {"0", "false", "no"}
+
+
+def on_load(hook: Callable[[ModuleType], None]) -> None:
+    """Run ``hook(jax)`` when JAX is loaded (now, if it already is)."""
+    if _loaded is not None:
+        hook(_loaded)
+    else:
+        _on_load.append(hook)
+
+
+def is_loaded() -> bool:
+    return _loaded is not None
+
+
+def load() -> ModuleType:
+    """Import and configure jax once; raise ImportError naming the install command if absent."""
+    global _loaded
+    if _loaded is not None:
+        return _loaded
+    try:
+        import jax
+    except ImportError as err:
+        raise ImportError(f"the JAX backend needs jax, which is not installed: {INSTALL_HINT}") from err
+    if x64_requested():
+        jax.config.update("jax_enable_x64", True)
+    cache_dir = os.environ.get("TWINLENS_JAX_CACHE_DIR")
+    if cache_dir:
+        jax.config.update("jax_compilation_cache_dir", cache_dir)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    _loaded = jax
+    while _on_load:
+        _on_load.pop(0)(jax)
+    return jax

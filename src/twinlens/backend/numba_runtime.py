@@ -1,0 +1,112 @@
+"""numba set-up: import on first use, threads, and an on-disk cache safe for many processes.
+
+Generated kernel modules are written as real files under the cache directory, so numba's own
+file-based cache (``cache=True``) works for them: a cluster job that starts hundreds of
+processes compiles each kernel once, not once per process.
+
+Environment:
+
+``TWINLENS_CACHE_DIR``
+    root of twinlens' caches (default ``$XDG_CACHE_HOME/twinlens`` or ``~/.cache/twinlens``);
+``TWINLENS_NUMBA_CACHE``
+    ``0`` turns numba's on-disk cache off (kernels are then compiled in every process);
+``NUMBA_NUM_THREADS``
+    numba's own upper bound on threads; :func:`set_num_threads` chooses below it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+
+_threads: int | None = None
+_tmp_dir: str | None = None
+
+
+def load() -> ModuleType:
+    """Import numba (once) and apply the thread count chosen so far."""
+    try:
+        import numba
+    except ImportError as err:  # pragma: no cover - numba is a core dependency
+        raise ImportError(
+            "the numba backend needs numba: pip install numba (or use backend='numpy')"
+        ) from err
+    if _threads is not None:
+        numba.set_num_threads(_threads)
+    return numba
+
+
+def set_num_threads(n: int) -> None:
+    """Threads for numba's parallel kernels: an int from 1 to ``NUMBA_NUM_THREADS``."""
+    global _threads
+    numba = load()
+    limit = numba.config.NUMBA_NUM_THREADS
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= limit:
+        raise ValueError(f"num_threads must be an int from 1 to {limit} (NUMBA_NUM_THREADS)")
+    _threads = n
+    numba.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    return load().get_num_threads()
+
+
+def cache_enabled() -> bool:
+    return os.environ.get("TWINLENS_NUMBA_CACHE", "1").strip().lower() not in {"0", "false", "no"}
+
+
+def cache_root() -> Path:
+    """Root of twinlens' on-disk caches."""
+    env = os.environ.get("TWINLENS_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "twinlens"
+
+
+def generated_dir() -> Path:
+    """Folder holding generated kernel modules (and numba's cache files beside them)."""
+    global _tmp_dir
+    if not cache_enabled():
+        if _tmp_dir is None:
+            _tmp_dir = tempfile.mkdtemp(prefix="twinlens-numba-")
+        return Path(_tmp_dir)
+    numba = load()
+    tag = f"numba-{numba.__version__}-py{sys.version_info.major}{sys.version_info.minor}"
+    return cache_root() / tag
+
+
+def import_generated(stem: str, source: str) -> ModuleType:
+    """Write ``source`` as a module file named from its content, and import it.
+
+    The file name carries a hash of the source, so a changed kernel never meets a stale cache.
+    Writing is atomic (temporary file, then rename) and skipped when the file already exists,
+    so concurrent processes sharing one cache directory never see a partial file.
+    """
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    name = f"{stem}_{digest}"
+    folder = generated_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(source)
+        if path.exists():
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
+    module_name = f"twinlens._generated.{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module

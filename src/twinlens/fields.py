@@ -1,0 +1,390 @@
+"""Value identity: objects that compare and hash by their fields.
+
+JAX caches compiled programs on the hash and equality of static arguments and of pytree
+auxiliary data. If a profile hashed by identity, every rebuilt-but-identical profile would
+recompile; if two differently parameterised profiles compared equal, one would be served the
+other's program. :class:`ValueIdentity` makes both impossible::
+
+    @dataclass(frozen=True, eq=False)
+    class Plummer(ValueIdentity):
+        scale: float
+        centre: tuple[float, float] = (0.0, 0.0)
+        n_terms: int = static_field(default=8)
+
+Rules, all enforced:
+
+* the key is ``type(self)`` plus the field values, so a subclass variant never equals its base;
+* arrays enter the key by dtype, shape and bytes, and are stored as read-only copies, so a
+  caller editing the array it passed in changes neither the object nor its key;
+* lists become tuples (``[1, 2]`` and ``(1, 2)`` give one key); numpy float64, int64, bool and
+  complex128 scalars become the Python scalar of the same value;
+* floats are keyed by bit pattern: ``1.0`` and the next float up differ, ``0.0`` and ``-0.0``
+  differ, and every NaN equals every other NaN (a NaN field is one value, not "unequal to
+  itself"), so ``__eq__`` and ``__hash__`` always agree;
+* Python ints and floats are different keys (``1`` vs ``1.0``), as are float32 and float64;
+* callables are refused (they hash by identity and would silently defeat the compile cache),
+  except classes and other value-identity objects; dicts are refused (use a tuple of pairs);
+* a guard, run when the key is first built, raises for a parameter stored outside the fields
+  (a hand-written ``__init__``), a class that declares fields but lacks ``@dataclass``, a
+  dataclass that is not ``frozen=True, eq=False``, and a subclass ``__post_init__`` that did
+  not call ``super().__post_init__()``. Values cached by ``functools.cached_property`` are
+  allowed.
+
+The classes are also JAX pytrees, registered when JAX is first used: fields are leaves (so a
+free parameter can be a tracer) except those declared with :func:`static_field`, which go in
+the auxiliary data and hash by value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import sys
+from typing import Any, ClassVar
+
+import numpy as np
+
+from twinlens.backend import jax_runtime
+from twinlens.backend.concrete import is_jax_array, is_tracer
+
+__all__ = [
+    "ValueIdentity",
+    "combine_static",
+    "partition_static",
+    "static_field",
+    "value_key",
+]
+
+_KEY_ATTR = "_twinlens_key"
+_PY_SCALAR_DTYPES = {np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_), np.dtype(np.complex128)}
+
+
+def static_field(**kwargs: Any) -> Any:
+    """A dataclass field kept in the pytree's static (auxiliary) data instead of as a leaf.
+
+    Use it for configuration that selects code rather than values fed to it: term counts,
+    switches, names, host boolean masks.
+    """
+    metadata = dict(kwargs.pop("metadata", None) or {})
+    metadata["static"] = True
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# canonical values and keys
+
+
+def canonical(value: Any, name: str = "value") -> Any:
+    """The stored form of a field value: read-only array copies, tuples for lists."""
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            raise TypeError(f"{name}: object arrays have no value identity; use a numeric dtype")
+        copy = np.array(value, copy=True)
+        copy.setflags(write=False)
+        return copy
+    if isinstance(value, np.generic) and value.dtype in _PY_SCALAR_DTYPES:
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return tuple(canonical(v, f"{name}[{i}]") for i, v in enumerate(value))
+    return value
+
+
+def _array_key(arr: np.ndarray) -> tuple:
+    return ("ndarray", arr.dtype.str, arr.shape, np.ascontiguousarray(arr).tobytes())
+
+
+def _float_key(tag: str, value: Any) -> tuple:
+    if value != value:  # every NaN is one value
+        return (tag, "nan")
+    return (tag, np.asarray(value).tobytes())
+
+
+def value_key(value: Any, name: str = "value") -> Any:
+    """A hashable key that is equal for two values exactly when they are the same value.
+
+    Raises TypeError, naming ``name``, for values without a value identity (tracers, callables,
+    dicts, unhashable objects).
+    """
+    if value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, enum.Enum):
+        return ("enum", type(value), value.value)
+    if isinstance(value, int):
+        return ("int", value)
+    if isinstance(value, float):
+        return _float_key("float", value)
+    if isinstance(value, complex):
+        return ("complex", _float_key("re", value.real), _float_key("im", value.imag))
+    if isinstance(value, np.ndarray):
+        return _array_key(value)
+    if isinstance(value, np.generic):  # numpy scalars other than the canonical Python ones
+        if value.dtype.kind == "f":
+            return _float_key(value.dtype.str, value)
+        return (value.dtype.str, value.tobytes())
+    if isinstance(value, tuple):
+        return ("tuple", tuple(value_key(v, f"{name}[{i}]") for i, v in enumerate(value)))
+    if isinstance(value, frozenset):
+        return ("frozenset", frozenset(value_key(v, name) for v in value))
+    if isinstance(value, ValueIdentity):
+        return ("object", value._value_key())
+    if isinstance(value, type):
+        return ("type", value)
+    if is_tracer(value):
+        raise TypeError(
+            f"{name} holds a JAX tracer; an object with traced fields has no value identity. "
+            "Pass such objects to jit as pytree arguments, not as static arguments"
+        )
+    if is_jax_array(value):
+        return _array_key(np.asarray(value))
+    if isinstance(value, (dict, list, set)):
+        raise TypeError(
+            f"{name} is a {type(value).__name__}, which is mutable; use a tuple "
+            "(of (name, value) pairs for a mapping)"
+        )
+    if callable(value):
+        raise TypeError(
+            f"{name} is a callable ({value!r}); functions hash by identity, so every rebuilt "
+            "object would recompile. Parameterise by data, or make the behaviour a method of "
+            "a subclass"
+        )
+    cls = type(value)
+    if cls.__hash__ is not None and cls.__hash__ is not object.__hash__ and (
+        cls.__eq__ is not object.__eq__
+    ):
+        return ("hashable", cls, value)
+    raise TypeError(
+        f"{name} has type {cls.__name__}, which does not compare by value; use numbers, "
+        "strings, tuples, numpy arrays or value-identity objects"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# the mixin
+
+
+class ValueIdentity:
+    """Mixin for ``@dataclass(frozen=True, eq=False)`` classes: equality and hash by value.
+
+    See the module documentation for the rules. Subclasses that define ``__post_init__`` must
+    call ``super().__post_init__()`` first.
+    """
+
+    _value_identity_classes: ClassVar[list[type]] = []
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        ValueIdentity._value_identity_classes.append(cls)
+        if jax_runtime.is_loaded():
+            _register_pytree(cls, jax_runtime.load())
+
+    def __post_init__(self) -> None:
+        self._canonicalise_fields()
+
+    def _canonicalise_fields(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            stored = canonical(value, f"{type(self).__name__}.{f.name}")
+            if stored is not value:
+                object.__setattr__(self, f.name, stored)
+
+    # -- identity ----------------------------------------------------------------------------
+
+    def _value_key(self) -> tuple:
+        key = self.__dict__.get(_KEY_ATTR)
+        if key is None:
+            _check_parameters_are_fields(self)
+            cls = type(self)
+            key = (
+                cls,
+                tuple(
+                    (f.name, value_key(getattr(self, f.name), f"{cls.__name__}.{f.name}"))
+                    for f in dataclasses.fields(self)
+                ),
+            )
+            object.__setattr__(self, _KEY_ATTR, key)
+        return key
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if not isinstance(other, ValueIdentity):
+            return NotImplemented
+        if type(other) is not type(self):
+            return False
+        return self._value_key() == other._value_key()
+
+    def __hash__(self) -> int:
+        return hash(self._value_key())
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop(_KEY_ATTR, None)  # rebuilt on demand after unpickling
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        self._canonicalise_fields()  # unpickled arrays come back writeable
+
+
+def _own_annotations(cls: type) -> dict:
+    ann = cls.__dict__.get("__annotations__", {})
+    return {k: v for k, v in ann.items() if not str(v).startswith(("ClassVar", "typing.ClassVar"))}
+
+
+def _check_parameters_are_fields(obj: ValueIdentity) -> None:
+    """Raise if ``obj`` keeps a parameter where the key cannot see it."""
+    cls = type(obj)
+    name = cls.__name__
+    for klass in cls.__mro__:
+        if klass is ValueIdentity or not issubclass(klass, ValueIdentity):
+            continue
+        if _own_annotations(klass) and "__dataclass_fields__" not in klass.__dict__:
+            raise TypeError(
+                f"{klass.__name__} declares fields but is not decorated with "
+                "@dataclass(frozen=True, eq=False); its fields would be invisible to its identity"
+            )
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{name} must be decorated with @dataclass(frozen=True, eq=False)")
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    if not params.frozen:
+        raise TypeError(f"{name} must be a frozen dataclass: @dataclass(frozen=True, eq=False)")
+    if cls.__eq__ is not ValueIdentity.__eq__ or cls.__hash__ is not ValueIdentity.__hash__:
+        raise TypeError(
+            f"{name} overrides value equality; declare it @dataclass(frozen=True, eq=False) "
+            "and do not define __eq__ or __hash__"
+        )
+    field_names = {f.name for f in dataclasses.fields(obj)}
+    cached = {
+        attr
+        for klass in cls.__mro__
+        for attr, v in vars(klass).items()
+        if isinstance(v, functools.cached_property)
+    }
+    stray = set(obj.__dict__) - field_names - cached - {_KEY_ATTR}
+    if stray:
+        raise TypeError(
+            f"{name} stores {sorted(stray)} outside its dataclass fields (a hand-written "
+            "__init__?); objects with different values there would share one identity and one "
+            "compiled program. Declare them as fields"
+        )
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, list) or (isinstance(value, np.ndarray) and value.flags.writeable):
+            raise TypeError(
+                f"{name}.{f.name} was not canonicalised: a __post_init__ in {name} must call "
+                "super().__post_init__() first"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# JAX pytrees
+
+
+class _Static:
+    """Wraps a static value so that pytree auxiliary data hashes and compares by value."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.key = value_key(value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Static) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"Static({self.value!r})"
+
+
+def _leaf_and_static_names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    fields = dataclasses.fields(cls)
+    static = tuple(f.name for f in fields if f.metadata.get("static"))
+    leaves = tuple(f.name for f in fields if not f.metadata.get("static"))
+    return leaves, static
+
+
+def _register_pytree(cls: type, jax: Any) -> None:
+    def flatten(obj: Any) -> tuple[tuple, tuple]:
+        _check_parameters_are_fields(obj)
+        leaves, static = _leaf_and_static_names(type(obj))
+        children = tuple(getattr(obj, n) for n in leaves)
+        aux = tuple((n, _Static(getattr(obj, n))) for n in static)
+        return children, aux
+
+    def unflatten(aux: tuple, children: tuple) -> Any:
+        obj = object.__new__(cls)
+        leaves, _ = _leaf_and_static_names(cls)
+        for n, v in zip(leaves, children, strict=True):
+            object.__setattr__(obj, n, v)
+        for n, s in aux:
+            object.__setattr__(obj, n, s.value)
+        return obj
+
+    try:
+        jax.tree_util.register_pytree_node(cls, flatten, unflatten)
+    except ValueError:  # already registered
+        pass
+
+
+def _register_all(jax: Any) -> None:
+    for cls in list(ValueIdentity._value_identity_classes):
+        _register_pytree(cls, jax)
+
+
+jax_runtime.on_load(_register_all)
+if "jax" in sys.modules:  # the user imported jax first: make our classes usable with it at once
+    _register_all(sys.modules["jax"])
+
+
+# --------------------------------------------------------------------------------------------
+# plain data tuples
+
+
+def _is_static_value(x: Any) -> bool:
+    if isinstance(x, np.ndarray):
+        return x.dtype == np.bool_
+    return x is None or isinstance(x, (bool, int, str))
+
+
+def partition_static(data: Any) -> tuple[list, Any]:
+    """Split nested tuples/lists into traced leaves and a hashable static skeleton.
+
+    Host numpy boolean arrays (masks), Python ints, bools, strings and None are static; every
+    other value (float arrays, integer index arrays, floats, JAX arrays) is a leaf.
+    :func:`combine_static` inverts it.
+    """
+    leaves: list = []
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, (tuple, list)):
+            return ("seq", isinstance(x, list), tuple(walk(v) for v in x))
+        if _is_static_value(x):
+            return ("static", _Static(canonical(x)))
+        leaves.append(x)
+        return ("leaf",)
+
+    return leaves, walk(data)
+
+
+def combine_static(leaves: list | tuple, skeleton: Any) -> Any:
+    """Rebuild the data that :func:`partition_static` split."""
+    it = iter(leaves)
+
+    def build(node: Any) -> Any:
+        kind = node[0]
+        if kind == "seq":
+            items = [build(child) for child in node[2]]
+            return items if node[1] else tuple(items)
+        if kind == "static":
+            return node[1].value
+        return next(it)
+
+    return build(skeleton)
+

@@ -1,0 +1,107 @@
+"""The math vocabulary of one-source kernels.
+
+A kernel's per-point math is written once, as a plain Python function of scalars that uses
+arithmetic, Python's ``abs`` and the functions below. The same function object then runs as
+
+* numpy: called on numpy arrays, each op dispatches to numpy (or scipy);
+* JAX: called on JAX arrays or tracers, each op dispatches to ``jax.numpy``;
+* numba: compiled with ``numba.njit``; each op has a numba overload on scalars, registered
+  by :func:`register_numba_overloads` the first time a numba kernel is built.
+
+Branches on values are written ``where(cond, a, b)``: on arrays both sides are evaluated, so
+each side must be finite wherever the other is selected (write ``where(r > 0, x / safe_r, 0)``
+with ``safe_r = where(r > 0, r, 1)``), which also keeps JAX gradients finite.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.special as sc
+
+from twinlens.backend.concrete import any_jax
+
+pi = float(np.pi)
+
+
+def _jax_fn(path: str) -> Callable:
+    mod_name, _, attr = path.rpartition(".")
+    mod = sys.modules.get(mod_name)
+    if mod is None:  # e.g. jax.scipy.special is not imported by ``import jax``
+        import importlib
+
+        mod = importlib.import_module(mod_name)
+    return getattr(mod, attr)
+
+
+def _make_op(name: str, np_fn: Callable, jax_path: str, numba_impl: Callable) -> Callable:
+    def op(*args: Any) -> Any:
+        if any_jax(*args):
+            return _jax_fn(jax_path)(*args)
+        return np_fn(*args)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``{name}`` on numpy arrays, JAX arrays or (inside numba) scalars."
+    op._numba_impl = numba_impl  # type: ignore[attr-defined]
+    return op
+
+
+# Each numba implementation works on scalars and uses only what numba compiles.
+# fmt: off
+sqrt = _make_op("sqrt", np.sqrt, "jax.numpy.sqrt", lambda x: np.sqrt(x))
+exp = _make_op("exp", np.exp, "jax.numpy.exp", lambda x: np.exp(x))
+expm1 = _make_op("expm1", np.expm1, "jax.numpy.expm1", lambda x: np.expm1(x))
+log = _make_op("log", np.log, "jax.numpy.log", lambda x: np.log(x))
+log1p = _make_op("log1p", np.log1p, "jax.numpy.log1p", lambda x: np.log1p(x))
+sin = _make_op("sin", np.sin, "jax.numpy.sin", lambda x: np.sin(x))
+cos = _make_op("cos", np.cos, "jax.numpy.cos", lambda x: np.cos(x))
+tan = _make_op("tan", np.tan, "jax.numpy.tan", lambda x: np.tan(x))
+arctan = _make_op("arctan", np.arctan, "jax.numpy.arctan", lambda x: np.arctan(x))
+arctanh = _make_op("arctanh", np.arctanh, "jax.numpy.arctanh", lambda x: np.arctanh(x))
+arcsinh = _make_op("arcsinh", np.arcsinh, "jax.numpy.arcsinh", lambda x: np.arcsinh(x))
+sinh = _make_op("sinh", np.sinh, "jax.numpy.sinh", lambda x: np.sinh(x))
+cosh = _make_op("cosh", np.cosh, "jax.numpy.cosh", lambda x: np.cosh(x))
+arctan2 = _make_op("arctan2", np.arctan2, "jax.numpy.arctan2", lambda y, x: np.arctan2(y, x))
+hypot = _make_op("hypot", np.hypot, "jax.numpy.hypot", lambda x, y: np.hypot(x, y))
+minimum = _make_op("minimum", np.minimum, "jax.numpy.minimum", lambda x, y: min(x, y))
+maximum = _make_op("maximum", np.maximum, "jax.numpy.maximum", lambda x, y: max(x, y))
+floor = _make_op("floor", np.floor, "jax.numpy.floor", lambda x: np.floor(x))
+real = _make_op("real", np.real, "jax.numpy.real", lambda x: x.real)
+imag = _make_op("imag", np.imag, "jax.numpy.imag", lambda x: x.imag)
+conj = _make_op("conj", np.conj, "jax.numpy.conj", lambda x: x.conjugate())
+erf = _make_op("erf", sc.erf, "jax.scipy.special.erf", lambda x: math.erf(x))
+erfc = _make_op("erfc", sc.erfc, "jax.scipy.special.erfc", lambda x: math.erfc(x))
+where = _make_op("where", np.where, "jax.numpy.where", lambda c, a, b: a if c else b)
+# fmt: on
+
+OPS: tuple[Callable, ...] = (
+    sqrt, exp, expm1, log, log1p, sin, cos, tan, arctan, arctanh, arcsinh, sinh, cosh,
+    arctan2, hypot, minimum, maximum, floor, real, imag, conj, erf, erfc, where,
+)  # fmt: skip
+
+_registered = False
+
+
+def register_numba_overloads() -> None:
+    """Give every op a numba implementation on scalars (idempotent; imports numba)."""
+    global _registered
+    if _registered:
+        return
+    from numba.extending import overload
+
+    for op in OPS:
+        overload(op)(_typer_for(op._numba_impl))
+    _registered = True
+
+
+def _typer_for(impl: Callable) -> Callable:
+    # numba requires the typer's parameter names to match the implementation's.
+    params = ", ".join(inspect.signature(impl).parameters)
+    namespace: dict[str, Any] = {"impl": impl}
+    exec(f"def typer({params}):\n    return impl\n", namespace)
+    return namespace["typer"]

@@ -1,0 +1,195 @@
+"""The kernel registry: every piece of math, its backends, its argument domains, its tolerance.
+
+A :class:`Kernel` is one piece of math. Usually it is written once, as a per-point function
+(see :mod:`twinlens.kernels.ops`), and its numba, JAX and numpy implementations are derived from
+that one source. Where one source cannot serve, ``impls`` supplies a backend's implementation
+by hand, with the reason beside it.
+
+Every registered kernel is agreement-tested across backends by one generic property test and
+by ``twinlens validate``, over inputs drawn from its argument domains, degenerate values
+included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from twinlens.backend import BACKENDS, jax_runtime, resolve_backend
+from twinlens.kernels.domains import Arg
+from twinlens.kernels.tolerance import Tolerance
+
+_REGISTRY: dict[str, Kernel] = {}
+
+
+@dataclass(frozen=True, eq=False)
+class Kernel:
+    """One piece of math with an implementation per backend.
+
+    Parameters
+    ----------
+    name
+        Registry name, ``"module.function"``.
+    point
+        The per-point source function ``point(*inputs, *params)``, returning one value or a
+        tuple of ``len(outputs)`` values. ``None`` when every backend is given in ``impls``.
+    inputs
+        Per-point array arguments (broadcast together).
+    params
+        Scalar arguments shared by all points.
+    outputs
+        Names of the outputs.
+    tol
+        Agreement tolerance between backends (against the numpy reference).
+    impls
+        Hand-written implementations by backend name, overriding the derived ones. Each takes
+        ``(*inputs, *params)`` with inputs as flat arrays and returns a tuple of arrays.
+    ties
+        Pairs ``(input, param)`` that input generation sets equal on purpose for some points
+        (a point exactly on the profile centre).
+    dtype, input_dtype
+        Output and input dtypes on the numba and numpy backends.
+    """
+
+    name: str
+    point: Callable[..., Any] | None
+    inputs: tuple[Arg, ...]
+    params: tuple[Arg, ...]
+    outputs: tuple[str, ...]
+    tol: Tolerance = Tolerance()
+    impls: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    ties: tuple[tuple[str, str], ...] = ()
+    dtype: str = "float64"
+    input_dtype: str = "float64"
+    doc: str = ""
+    _built: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "impls", MappingProxyType(dict(self.impls)))
+        unknown = set(self.impls) - set(BACKENDS)
+        if unknown:
+            raise ValueError(f"kernel {self.name}: unknown backends {sorted(unknown)}")
+        if not self.inputs:
+            raise ValueError(f"kernel {self.name}: needs at least one per-point input")
+        names = [a.name for a in (*self.inputs, *self.params)]
+        for inp, par in self.ties:
+            if inp not in names or par not in names:
+                raise ValueError(f"kernel {self.name}: tie ({inp}, {par}) names no argument")
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        """Backends this kernel can run on."""
+        if self.point is not None:
+            return BACKENDS
+        return tuple(b for b in BACKENDS if b in self.impls)
+
+    def implementation(self, backend: str) -> Callable[..., Any]:
+        """The callable for one backend, built on first use."""
+        if backend in self._built:
+            return self._built[backend]
+        if backend in self.impls:
+            fn = self.impls[backend]
+        elif self.point is None:
+            raise NotImplementedError(f"kernel {self.name} has no {backend} implementation")
+        elif backend == "numba":
+            from twinlens.kernels.compile import numba_loop
+
+            fn = numba_loop(self)
+        elif backend == "jax":
+            from twinlens.kernels.compile import jax_function
+
+            fn = jax_function(self)
+        else:
+            fn = self._numpy_call
+        self._built[backend] = fn
+        return fn
+
+    def _numpy_call(self, *args: Any) -> tuple[np.ndarray, ...]:
+        with np.errstate(all="ignore"):
+            out = self.point(*args)  # type: ignore[misc]
+        return (out,) if len(self.outputs) == 1 else tuple(out)
+
+    def __call__(self, *args: Any, backend: str | None = None) -> Any:
+        """Evaluate on arrays; returns one array, or a tuple of arrays for several outputs.
+
+        ``args`` are the inputs (arrays of any broadcastable shapes) followed by the params.
+        """
+        n_in, n_par = len(self.inputs), len(self.params)
+        if len(args) != n_in + n_par:
+            names = ", ".join(a.name for a in (*self.inputs, *self.params))
+            raise TypeError(f"{self.name}({names}) takes {n_in + n_par} arguments, got {len(args)}")
+        backend = resolve_backend(backend, *args)
+        if backend == "jax":
+            jax_runtime.load()
+            out = self.implementation("jax")(*args)
+        else:
+            ins = np.broadcast_arrays(*(np.asarray(a, dtype=self.input_dtype) for a in args[:n_in]))
+            shape = ins[0].shape
+            flat = [np.ascontiguousarray(a).reshape(-1) for a in ins]
+            pars = [np.asarray(p, dtype=self.input_dtype)[()] for p in args[n_in:]]
+            raw = self.implementation(backend)(*flat, *pars)
+            out = tuple(
+                np.broadcast_to(np.asarray(o, dtype=self.dtype), flat[0].shape).reshape(shape)
+                for o in raw
+            )
+        return out[0] if len(self.outputs) == 1 else out
+
+
+def register(kernel: Kernel) -> Kernel:
+    """Add ``kernel`` to the registry (its name must be new) and return it."""
+    existing = _REGISTRY.get(kernel.name)
+    if existing is not None and existing is not kernel:
+        raise ValueError(f"a kernel named {kernel.name!r} is already registered")
+    _REGISTRY[kernel.name] = kernel
+    return kernel
+
+
+def unregister(name: str) -> None:
+    """Remove a kernel (for tests that register throwaway kernels)."""
+    _REGISTRY.pop(name, None)
+
+
+def get(name: str) -> Kernel:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"no kernel named {name!r}; registered: {sorted(_REGISTRY)}") from None
+
+
+def all_kernels() -> list[Kernel]:
+    """Every registered kernel, by name."""
+    import twinlens.kernels  # noqa: F401  (importing the package registers the built-in kernels)
+
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+def sample_arguments(
+    kernel: Kernel, rng: np.random.Generator, n_points: int, params: dict | None = None
+) -> list[Any]:
+    """Arguments for one evaluation: ``params`` (drawn from their domains when not given,
+    specials on purpose), ``n_points`` per-point inputs with every special value among them,
+    and the kernel's ties applied to about a tenth of the points."""
+    pars = params if params is not None else {p.name: p.domain.draw(rng) for p in kernel.params}
+    ins = {a.name: rng.permutation(a.domain.sample(rng, n_points)) for a in kernel.inputs}
+    tied = rng.random(n_points) < 0.1
+    for inp, par in kernel.ties:
+        if inp in ins and par in pars:
+            ins[inp][tied] = pars[par]
+    return [ins[a.name] for a in kernel.inputs] + [pars[p.name] for p in kernel.params]
+
+
+def parameter_cases(kernel: Kernel, rng: np.random.Generator, n_random: int) -> list[dict]:
+    """Param sets to validate: each special value of each param once (the others random),
+    then ``n_random`` draws that mix specials and random values."""
+    cases = []
+    for p in kernel.params:
+        for s in p.domain.specials:
+            case = {q.name: float(q.domain.uniform(rng, 1)[0]) for q in kernel.params}
+            case[p.name] = float(s)
+            cases.append(case)
+    cases += [{q.name: q.domain.draw(rng) for q in kernel.params} for _ in range(n_random)]
+    return cases or [{}]

@@ -1,0 +1,58 @@
+"""How close two backends must be, and how that is measured."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """``|a - b| <= atol + rtol * |b|`` per element, with ``b`` the reference.
+
+    ``atol`` is the small absolute floor near zeros that design.md asks for; ``why`` says why a
+    tolerance is looser than the default.
+    """
+
+    rtol: float = 1e-12
+    atol: float = 1e-14
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """The measured difference between one output of two backends."""
+
+    max_rel: float
+    max_abs: float
+    passed: bool
+    n: int
+
+
+def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance) -> Agreement:
+    """Measure ``out`` against ``ref``.
+
+    Relative error is ``|out - ref| / |ref|`` over elements where ``|ref| > atol / rtol``
+    (elsewhere the absolute floor governs). Non-finite values must match exactly (the same
+    infinity, or NaN against NaN); any other disagreement in finiteness fails.
+    """
+    a = np.asarray(out)
+    b = np.asarray(ref)
+    if a.shape != b.shape:
+        raise ValueError(f"shapes differ: {a.shape} vs {b.shape}")
+    if a.size == 0:
+        return Agreement(0.0, 0.0, True, 0)
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    same_nonfinite = (~fa & ~fb) & ((a == b) | (np.isnan(a) & np.isnan(b)))
+    finiteness_ok = bool(np.all((fa & fb) | same_nonfinite))
+    both = fa & fb
+    diff = np.abs(a[both] - b[both])
+    mag = np.abs(b[both])
+    max_abs = float(diff.max()) if diff.size else 0.0
+    big = mag > tol.atol / max(tol.rtol, 1e-300)
+    max_rel = float((diff[big] / mag[big]).max()) if np.any(big) else 0.0
+    within = bool(np.all(diff <= tol.atol + tol.rtol * mag))
+    if not finiteness_ok:
+        max_rel = max_abs = float("inf")
+    return Agreement(max_rel, max_abs, within and finiteness_ok, int(a.size))
