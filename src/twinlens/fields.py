@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import inspect
 import sys
 from typing import Any, ClassVar
 
@@ -57,7 +58,12 @@ __all__ = [
 ]
 
 _KEY_ATTR = "_twinlens_key"
-_PY_SCALAR_DTYPES = {np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_), np.dtype(np.complex128)}
+_PY_SCALAR_DTYPES = {
+    np.dtype(np.float64),
+    np.dtype(np.int64),
+    np.dtype(np.bool_),
+    np.dtype(np.complex128),
+}
 
 
 def static_field(**kwargs: Any) -> Any:
@@ -87,6 +93,10 @@ def canonical(value: Any, name: str = "value") -> Any:
         return value.item()
     if isinstance(value, (list, tuple)):
         return tuple(canonical(v, f"{name}[{i}]") for i, v in enumerate(value))
+    if isinstance(value, (dict, set)) or (
+        callable(value) and not isinstance(value, (type, ValueIdentity)) and not is_jax_array(value)
+    ):
+        value_key(value, name)  # raises with the reason
     return value
 
 
@@ -151,8 +161,10 @@ def value_key(value: Any, name: str = "value") -> Any:
             "a subclass"
         )
     cls = type(value)
-    if cls.__hash__ is not None and cls.__hash__ is not object.__hash__ and (
-        cls.__eq__ is not object.__eq__
+    if (
+        cls.__hash__ is not None
+        and cls.__hash__ is not object.__hash__
+        and (cls.__eq__ is not object.__eq__)
     ):
         return ("hashable", cls, value)
     raise TypeError(
@@ -181,6 +193,7 @@ class ValueIdentity:
             _register_pytree(cls, jax_runtime.load())
 
     def __post_init__(self) -> None:
+        _check_class(type(self))
         self._canonicalise_fields()
 
     def _canonicalise_fields(self) -> None:
@@ -231,13 +244,17 @@ class ValueIdentity:
 
 
 def _own_annotations(cls: type) -> dict:
-    ann = cls.__dict__.get("__annotations__", {})
+    ann = inspect.get_annotations(cls)
     return {k: v for k, v in ann.items() if not str(v).startswith(("ClassVar", "typing.ClassVar"))}
 
 
-def _check_parameters_are_fields(obj: ValueIdentity) -> None:
-    """Raise if ``obj`` keeps a parameter where the key cannot see it."""
-    cls = type(obj)
+_checked_classes: set[type] = set()
+
+
+def _check_class(cls: type) -> None:
+    """Raise unless ``cls`` is a frozen, eq=False dataclass all the way down (cached)."""
+    if cls in _checked_classes:
+        return
     name = cls.__name__
     for klass in cls.__mro__:
         if klass is ValueIdentity or not issubclass(klass, ValueIdentity):
@@ -249,14 +266,20 @@ def _check_parameters_are_fields(obj: ValueIdentity) -> None:
             )
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{name} must be decorated with @dataclass(frozen=True, eq=False)")
-    params = cls.__dataclass_params__  # type: ignore[attr-defined]
-    if not params.frozen:
+    if not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
         raise TypeError(f"{name} must be a frozen dataclass: @dataclass(frozen=True, eq=False)")
     if cls.__eq__ is not ValueIdentity.__eq__ or cls.__hash__ is not ValueIdentity.__hash__:
         raise TypeError(
-            f"{name} overrides value equality; declare it @dataclass(frozen=True, eq=False) "
-            "and do not define __eq__ or __hash__"
+            f"{name} replaces value equality; declare it @dataclass(frozen=True, eq=False) and "
+            "define neither __eq__ nor __hash__"
         )
+    _checked_classes.add(cls)
+
+
+def _check_parameters_are_fields(obj: ValueIdentity) -> None:
+    """Raise if ``obj`` keeps a parameter where its key cannot see it."""
+    cls = type(obj)
+    _check_class(cls)
     field_names = {f.name for f in dataclasses.fields(obj)}
     cached = {
         attr
@@ -267,7 +290,7 @@ def _check_parameters_are_fields(obj: ValueIdentity) -> None:
     stray = set(obj.__dict__) - field_names - cached - {_KEY_ATTR}
     if stray:
         raise TypeError(
-            f"{name} stores {sorted(stray)} outside its dataclass fields (a hand-written "
+            f"{cls.__name__} stores {sorted(stray)} outside its dataclass fields (a hand-written "
             "__init__?); objects with different values there would share one identity and one "
             "compiled program. Declare them as fields"
         )
@@ -275,8 +298,8 @@ def _check_parameters_are_fields(obj: ValueIdentity) -> None:
         value = getattr(obj, f.name)
         if isinstance(value, list) or (isinstance(value, np.ndarray) and value.flags.writeable):
             raise TypeError(
-                f"{name}.{f.name} was not canonicalised: a __post_init__ in {name} must call "
-                "super().__post_init__() first"
+                f"{cls.__name__}.{f.name} was not canonicalised: a __post_init__ in "
+                f"{cls.__name__} must call super().__post_init__() first"
             )
 
 
@@ -387,4 +410,3 @@ def combine_static(leaves: list | tuple, skeleton: Any) -> Any:
         return next(it)
 
     return build(skeleton)
-

@@ -42,7 +42,9 @@ def load() -> ModuleType:
     try:
         import jax
     except ImportError as err:
-        raise ImportError(f"the JAX backend needs jax, which is not installed: {INSTALL_HINT}") from err
+        raise ImportError(
+            f"the JAX backend needs jax, which is not installed: {INSTALL_HINT}"
+        ) from err
     if x64_requested():
         jax.config.update("jax_enable_x64", True)
     cache_dir = os.environ.get("TWINLENS_JAX_CACHE_DIR")

@@ -9,7 +9,7 @@ At ``e = (0, 0)`` the angle is undefined and returned as 0.
 from __future__ import annotations
 
 from twinlens.kernels.domains import Arg, Domain
-from twinlens.kernels.ops import arctan2, cos, hypot, pi, sin
+from twinlens.kernels.ops import arctan2, cos, hypot, pi, sin, where
 from twinlens.kernels.registry import Kernel, register
 from twinlens.kernels.tolerance import Tolerance
 
@@ -21,9 +21,14 @@ def ellipticity_from_axis_ratio(q, phi):
 
 
 def axis_ratio_from_ellipticity(e1, e2):
-    """``(q, phi)`` from ellipticity components with ``|e| < 1``; ``phi`` in (-pi/2, pi/2]."""
+    """``(q, phi)`` from ellipticity components with ``|e| < 1``; ``phi`` in (-pi/2, pi/2].
+
+    The angle is folded into (-pi/2, pi/2] so that ``e2 = -0.0`` and ``e2 = +0.0`` (which differ
+    on the branch cut of arctan2, and which JAX on CPUs produces from subnormals) give one angle.
+    """
     e = hypot(e1, e2)
-    return (1.0 - e) / (1.0 + e), 0.5 * arctan2(e2, e1)
+    phi = 0.5 * arctan2(e2, e1)
+    return (1.0 - e) / (1.0 + e), where(phi <= -0.5 * pi, phi + pi, phi)
 
 
 register(

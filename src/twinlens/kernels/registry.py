@@ -60,7 +60,7 @@ class Kernel:
     inputs: tuple[Arg, ...]
     params: tuple[Arg, ...]
     outputs: tuple[str, ...]
-    tol: Tolerance = Tolerance()
+    tol: Tolerance = field(default_factory=Tolerance)
     impls: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     ties: tuple[tuple[str, str], ...] = ()
     dtype: str = "float64"

@@ -1,0 +1,42 @@
+"""Hypothesis strategies built from the registry's argument domains."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from twinlens.kernels.domains import Domain
+from twinlens.kernels.registry import Kernel
+
+
+def values(domain: Domain) -> st.SearchStrategy[float]:
+    """A value of ``domain``: its special values on purpose, or any float inside it."""
+    if domain.log:
+        inner = st.floats(np.log(domain.lo), np.log(domain.hi)).map(
+            lambda t: float(min(max(np.exp(t), domain.lo), domain.hi))
+        )
+    else:
+        # No subnormals: JAX on CPUs flushes them to zero (documented in docs/backends.rst).
+        inner = st.floats(
+            domain.lo, domain.hi, allow_nan=False, allow_infinity=False, allow_subnormal=False
+        )
+    if domain.specials:
+        return st.one_of(st.sampled_from(domain.specials), inner)
+    return inner
+
+
+@st.composite
+def kernel_arguments(draw, kernel: Kernel, max_points: int = 48) -> list:
+    """Arguments for ``kernel``: params, then per-point inputs, with ties applied on purpose."""
+    params = {p.name: draw(values(p.domain)) for p in kernel.params}
+    n = draw(st.integers(1, max_points))
+    inputs = {
+        a.name: np.array(draw(st.lists(values(a.domain), min_size=n, max_size=n)))
+        for a in kernel.inputs
+    }
+    if kernel.ties:
+        tied = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+        for inp, par in kernel.ties:
+            if inp in inputs and par in params:
+                inputs[inp][tied] = params[par]
+    return [inputs[a.name] for a in kernel.inputs] + [params[p.name] for p in kernel.params]
