@@ -31,7 +31,9 @@ def test_registry_is_not_empty():
 
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
 def test_every_kernel_has_every_backend(kernel):
-    assert kernel.backends == BACKENDS, f"{kernel.name} lacks {set(BACKENDS) - set(kernel.backends)}"
+    assert kernel.backends == BACKENDS, (
+        f"{kernel.name} lacks {set(BACKENDS) - set(kernel.backends)}"
+    )
 
 
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)

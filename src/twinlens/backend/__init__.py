@@ -81,3 +81,14 @@ def get_num_threads() -> int:
     from twinlens.backend import numba_runtime
 
     return numba_runtime.get_num_threads()
+
+
+def array_module(backend: str) -> Any:
+    """``numpy`` for the numpy and numba backends, ``jax.numpy`` (loaded, configured) for JAX."""
+    if check_backend(backend) == "jax":
+        from twinlens.backend import jax_runtime
+
+        return jax_runtime.load().numpy
+    import numpy
+
+    return numpy

@@ -1,0 +1,36 @@
+"""Dispatch cost of the simplest kernel on the design's 400x400 grid, per backend.
+
+    python benchmarks/frame.py
+
+One JSON line per backend: first call (compile + run) and steady-state median, seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from timing import emit, first_call, median_time
+
+from twinlens.kernels import get
+
+
+def main() -> None:
+    g = np.linspace(-5, 5, 400)
+    x, y = (a.ravel() for a in np.meshgrid(g, g))
+    kernel = get("geometry.to_profile_frame")
+    for backend in ("numpy", "numba", "jax"):
+        xs, ys = x, y
+        if backend == "jax":
+            import jax.numpy as jnp
+
+            xs, ys = jnp.asarray(x), jnp.asarray(y)
+
+        def call(xs=xs, ys=ys, backend=backend):
+            return kernel(xs, ys, 0.05, -0.02, 0.5236, backend=backend)
+
+        first = first_call(call)
+        steady = median_time(call)
+        emit(case="frame_400x400", backend=backend, first_call_s=first, steady_s=steady)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""Shared timing helpers for the benchmarks: medians after warm-up, JAX compile time apart."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def block(x: Any) -> Any:
+    """Wait for JAX's asynchronous dispatch (no-op for numpy results)."""
+    for leaf in x if isinstance(x, tuple) else (x,):
+        if hasattr(leaf, "block_until_ready"):
+            leaf.block_until_ready()
+    return x
+
+
+def first_call(fn: Callable[[], Any]) -> float:
+    """Seconds for the first call (compile plus one run)."""
+    t0 = time.perf_counter()
+    block(fn())
+    return time.perf_counter() - t0
+
+
+def median_time(fn: Callable[[], Any], repeats: int = 7, warmup: int = 2) -> float:
+    """Median seconds per call over ``repeats`` calls after ``warmup`` calls."""
+    for _ in range(warmup):
+        block(fn())
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        block(fn())
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def emit(**fields: Any) -> None:
+    """Print one JSON line."""
+    print(json.dumps(fields), flush=True)
