@@ -29,7 +29,9 @@ from twinlens.backend.concrete import any_jax
 pi = float(np.pi)
 
 
-def _jax_fn(path: str) -> Callable:
+def _jax_fn(path: str | Callable[[], Callable]) -> Callable:
+    if callable(path):  # a factory, for ops whose JAX version twinlens builds (custom_jvp)
+        return path()
     mod_name, _, attr = path.rpartition(".")
     mod = sys.modules.get(mod_name)
     if mod is None:  # e.g. jax.scipy.special is not imported by ``import jax``
@@ -39,44 +41,72 @@ def _jax_fn(path: str) -> Callable:
     return getattr(mod, attr)
 
 
-def _make_op(name: str, np_fn: Callable, jax_path: str, numba_impl: Callable) -> Callable:
+def make_op(
+    name: str,
+    np_fn: Callable,
+    jax_fn: str | Callable[[], Callable],
+    numba_impl: Callable,
+) -> Callable:
+    """Define an op usable in one-source kernels.
+
+    Parameters
+    ----------
+    name
+        The op's name.
+    np_fn
+        Implementation on numpy arrays (the reference).
+    jax_fn
+        Dotted path of the ``jax`` function, or a zero-argument factory returning it (called
+        after JAX is loaded, so it may build a ``jax.custom_jvp`` function).
+    numba_impl
+        A Python function of scalars that numba compiles as the op's overload (it may itself
+        use other ops).
+    """
+
     def op(*args: Any) -> Any:
         if any_jax(*args):
-            return _jax_fn(jax_path)(*args)
+            return _jax_fn(jax_fn)(*args)
         return np_fn(*args)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"``{name}`` on numpy arrays, JAX arrays or (inside numba) scalars."
     op._numba_impl = numba_impl  # type: ignore[attr-defined]
+    _ALL_OPS.append(op)
+    if _numba_ready:
+        _overload(op)
     return op
+
+
+_ALL_OPS: list[Callable] = []
+_numba_ready = False
 
 
 # Each numba implementation works on scalars and uses only what numba compiles.
 # fmt: off
-sqrt = _make_op("sqrt", np.sqrt, "jax.numpy.sqrt", lambda x: np.sqrt(x))
-exp = _make_op("exp", np.exp, "jax.numpy.exp", lambda x: np.exp(x))
-expm1 = _make_op("expm1", np.expm1, "jax.numpy.expm1", lambda x: np.expm1(x))
-log = _make_op("log", np.log, "jax.numpy.log", lambda x: np.log(x))
-log1p = _make_op("log1p", np.log1p, "jax.numpy.log1p", lambda x: np.log1p(x))
-sin = _make_op("sin", np.sin, "jax.numpy.sin", lambda x: np.sin(x))
-cos = _make_op("cos", np.cos, "jax.numpy.cos", lambda x: np.cos(x))
-tan = _make_op("tan", np.tan, "jax.numpy.tan", lambda x: np.tan(x))
-arctan = _make_op("arctan", np.arctan, "jax.numpy.arctan", lambda x: np.arctan(x))
-arctanh = _make_op("arctanh", np.arctanh, "jax.numpy.arctanh", lambda x: np.arctanh(x))
-arcsinh = _make_op("arcsinh", np.arcsinh, "jax.numpy.arcsinh", lambda x: np.arcsinh(x))
-sinh = _make_op("sinh", np.sinh, "jax.numpy.sinh", lambda x: np.sinh(x))
-cosh = _make_op("cosh", np.cosh, "jax.numpy.cosh", lambda x: np.cosh(x))
-arctan2 = _make_op("arctan2", np.arctan2, "jax.numpy.arctan2", lambda y, x: np.arctan2(y, x))
-hypot = _make_op("hypot", np.hypot, "jax.numpy.hypot", lambda x, y: np.hypot(x, y))
-minimum = _make_op("minimum", np.minimum, "jax.numpy.minimum", lambda x, y: min(x, y))
-maximum = _make_op("maximum", np.maximum, "jax.numpy.maximum", lambda x, y: max(x, y))
-floor = _make_op("floor", np.floor, "jax.numpy.floor", lambda x: np.floor(x))
-real = _make_op("real", np.real, "jax.numpy.real", lambda x: x.real)
-imag = _make_op("imag", np.imag, "jax.numpy.imag", lambda x: x.imag)
-conj = _make_op("conj", np.conj, "jax.numpy.conj", lambda x: x.conjugate())
-erf = _make_op("erf", sc.erf, "jax.scipy.special.erf", lambda x: math.erf(x))
-erfc = _make_op("erfc", sc.erfc, "jax.scipy.special.erfc", lambda x: math.erfc(x))
-where = _make_op("where", np.where, "jax.numpy.where", lambda c, a, b: a if c else b)
+sqrt = make_op("sqrt", np.sqrt, "jax.numpy.sqrt", lambda x: np.sqrt(x))
+exp = make_op("exp", np.exp, "jax.numpy.exp", lambda x: np.exp(x))
+expm1 = make_op("expm1", np.expm1, "jax.numpy.expm1", lambda x: np.expm1(x))
+log = make_op("log", np.log, "jax.numpy.log", lambda x: np.log(x))
+log1p = make_op("log1p", np.log1p, "jax.numpy.log1p", lambda x: np.log1p(x))
+sin = make_op("sin", np.sin, "jax.numpy.sin", lambda x: np.sin(x))
+cos = make_op("cos", np.cos, "jax.numpy.cos", lambda x: np.cos(x))
+tan = make_op("tan", np.tan, "jax.numpy.tan", lambda x: np.tan(x))
+arctan = make_op("arctan", np.arctan, "jax.numpy.arctan", lambda x: np.arctan(x))
+arctanh = make_op("arctanh", np.arctanh, "jax.numpy.arctanh", lambda x: np.arctanh(x))
+arcsinh = make_op("arcsinh", np.arcsinh, "jax.numpy.arcsinh", lambda x: np.arcsinh(x))
+sinh = make_op("sinh", np.sinh, "jax.numpy.sinh", lambda x: np.sinh(x))
+cosh = make_op("cosh", np.cosh, "jax.numpy.cosh", lambda x: np.cosh(x))
+arctan2 = make_op("arctan2", np.arctan2, "jax.numpy.arctan2", lambda y, x: np.arctan2(y, x))
+hypot = make_op("hypot", np.hypot, "jax.numpy.hypot", lambda x, y: np.hypot(x, y))
+minimum = make_op("minimum", np.minimum, "jax.numpy.minimum", lambda x, y: min(x, y))
+maximum = make_op("maximum", np.maximum, "jax.numpy.maximum", lambda x, y: max(x, y))
+floor = make_op("floor", np.floor, "jax.numpy.floor", lambda x: np.floor(x))
+real = make_op("real", np.real, "jax.numpy.real", lambda x: x.real)
+imag = make_op("imag", np.imag, "jax.numpy.imag", lambda x: x.imag)
+conj = make_op("conj", np.conj, "jax.numpy.conj", lambda x: x.conjugate())
+erf = make_op("erf", sc.erf, "jax.scipy.special.erf", lambda x: math.erf(x))
+erfc = make_op("erfc", sc.erfc, "jax.scipy.special.erfc", lambda x: math.erfc(x))
+where = make_op("where", np.where, "jax.numpy.where", lambda c, a, b: a if c else b)
 # fmt: on
 
 OPS: tuple[Callable, ...] = (
@@ -84,19 +114,23 @@ OPS: tuple[Callable, ...] = (
     arctan2, hypot, minimum, maximum, floor, real, imag, conj, erf, erfc, where,
 )  # fmt: skip
 
-_registered = False
-
-
 def register_numba_overloads() -> None:
-    """Give every op a numba implementation on scalars (idempotent; imports numba)."""
-    global _registered
-    if _registered:
+    """Give every op a numba implementation on scalars (idempotent; imports numba).
+
+    Ops defined later with :func:`make_op` are registered as they are defined.
+    """
+    global _numba_ready
+    if _numba_ready:
         return
+    for op in _ALL_OPS:
+        _overload(op)
+    _numba_ready = True
+
+
+def _overload(op: Callable) -> None:
     from numba.extending import overload
 
-    for op in OPS:
-        overload(op)(_typer_for(op._numba_impl))
-    _registered = True
+    overload(op)(_typer_for(op._numba_impl))
 
 
 def _typer_for(impl: Callable) -> Callable:
