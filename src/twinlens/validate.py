@@ -60,7 +60,8 @@ def validate_kernel(
             try:
                 out = _as_tuple(kernel(*args, backend=b))
             except Exception as err:  # reported as a failed row, never swallowed silently
-                errors[b] = f"{type(err).__name__}: {err}"
+                first_line = (str(err).strip().splitlines() or [""])[0]
+                errors[b] = f"{type(err).__name__}: {first_line[:160]}"
                 continue
             per_backend[b] += [
                 compare(np.asarray(o), r, kernel.tol) for o, r in zip(out, ref, strict=True)

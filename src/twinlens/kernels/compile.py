@@ -31,7 +31,7 @@ from numba import njit, prange
 
 from {module} import {function} as _point_source
 
-_point = njit(_point_source, error_model="numpy")
+_point = njit(getattr(_point_source, "_numba_impl", _point_source), error_model="numpy")
 
 
 @njit(parallel=True, cache={cache}, error_model="numpy")

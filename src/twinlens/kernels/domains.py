@@ -64,8 +64,19 @@ class Domain:
 
 @dataclass(frozen=True)
 class Arg:
-    """A named kernel argument with its domain."""
+    """A named kernel argument with its domain.
+
+    ``size`` makes a parameter an array of that many values drawn from the domain (the sigmas
+    of a multi-Gaussian expansion, say); per-point inputs ignore it.
+    """
 
     name: str
     domain: Domain
     doc: str = field(default="", compare=False)
+    size: int | None = None
+
+    def draw(self, rng: np.random.Generator) -> float | np.ndarray:
+        """A parameter value: a scalar, or an array of ``size`` values with every special."""
+        if self.size is None:
+            return self.domain.draw(rng)
+        return rng.permutation(self.domain.sample(rng, self.size))

@@ -8,11 +8,12 @@ its major axis along +x. Vectors (deflections) computed there are rotated back t
 from __future__ import annotations
 
 from twinlens.kernels.domains import Arg, Domain
-from twinlens.kernels.ops import cos, pi, sin
+from twinlens.kernels.ops import cos, pi, pointwise, sin
 from twinlens.kernels.registry import Kernel, register
 from twinlens.kernels.tolerance import Tolerance
 
 
+@pointwise
 def to_profile_frame(x, y, centre_x, centre_y, phi):
     """Shift by the centre, then rotate by ``-phi``.
 
@@ -37,6 +38,7 @@ def to_profile_frame(x, y, centre_x, centre_y, phi):
     return c * dx + s * dy, c * dy - s * dx
 
 
+@pointwise
 def from_profile_frame(vx, vy, phi):
     """Rotate a vector (a deflection, a gradient) from a profile's frame back to the sky."""
     c = cos(phi)

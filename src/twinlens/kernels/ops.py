@@ -81,6 +81,20 @@ _ALL_OPS: list[Callable] = []
 _numba_ready = False
 
 
+def pointwise(fn: Callable) -> Callable:
+    """Decorator for a helper that point functions call: one Python function, usable on numpy
+    arrays, on JAX arrays and from numba-compiled code (where it is compiled as an overload).
+
+    Plain Python functions cannot be called from numba code; a ``pointwise`` one can.
+    """
+    op = make_op(fn.__name__, fn, lambda: fn, fn)
+    op.__doc__ = fn.__doc__
+    op.__wrapped__ = fn  # type: ignore[attr-defined]
+    op.__module__ = fn.__module__
+    op.__qualname__ = fn.__qualname__
+    return op
+
+
 # Each numba implementation works on scalars and uses only what numba compiles.
 # fmt: off
 sqrt = make_op("sqrt", np.sqrt, "jax.numpy.sqrt", lambda x: np.sqrt(x))
@@ -113,6 +127,7 @@ OPS: tuple[Callable, ...] = (
     sqrt, exp, expm1, log, log1p, sin, cos, tan, arctan, arctanh, arcsinh, sinh, cosh,
     arctan2, hypot, minimum, maximum, floor, real, imag, conj, erf, erfc, where,
 )  # fmt: skip
+
 
 def register_numba_overloads() -> None:
     """Give every op a numba implementation on scalars (idempotent; imports numba).

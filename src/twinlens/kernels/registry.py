@@ -130,13 +130,19 @@ class Kernel:
             ins = np.broadcast_arrays(*(np.asarray(a, dtype=self.input_dtype) for a in args[:n_in]))
             shape = ins[0].shape
             flat = [np.ascontiguousarray(a).reshape(-1) for a in ins]
-            pars = [np.asarray(p, dtype=self.input_dtype)[()] for p in args[n_in:]]
+            pars = [_param(p, self.input_dtype) for p in args[n_in:]]
             raw = self.implementation(backend)(*flat, *pars)
             out = tuple(
                 np.broadcast_to(np.asarray(o, dtype=self.dtype), flat[0].shape).reshape(shape)
                 for o in raw
             )
         return out[0] if len(self.outputs) == 1 else out
+
+
+def _param(value: Any, dtype: str) -> Any:
+    # scalars become numpy scalars; array parameters become contiguous arrays for numba
+    arr = np.asarray(value, dtype=dtype)
+    return arr[()] if arr.ndim == 0 else np.ascontiguousarray(arr)
 
 
 def register(kernel: Kernel) -> Kernel:
@@ -173,7 +179,7 @@ def sample_arguments(
     """Arguments for one evaluation: ``params`` (drawn from their domains when not given,
     specials on purpose), ``n_points`` per-point inputs with every special value among them,
     and the kernel's ties applied to about a tenth of the points."""
-    pars = params if params is not None else {p.name: p.domain.draw(rng) for p in kernel.params}
+    pars = params if params is not None else {p.name: p.draw(rng) for p in kernel.params}
     ins = {a.name: rng.permutation(a.domain.sample(rng, n_points)) for a in kernel.inputs}
     tied = rng.random(n_points) < 0.1
     for inp, par in kernel.ties:
@@ -187,9 +193,14 @@ def parameter_cases(kernel: Kernel, rng: np.random.Generator, n_random: int) -> 
     then ``n_random`` draws that mix specials and random values."""
     cases = []
     for p in kernel.params:
+        if p.size is not None:
+            continue  # array parameters always include their specials
         for s in p.domain.specials:
-            case = {q.name: float(q.domain.uniform(rng, 1)[0]) for q in kernel.params}
+            case = {
+                q.name: q.draw(rng) if q.size else q.domain.uniform(rng, 1)[0]
+                for q in kernel.params
+            }
             case[p.name] = float(s)
             cases.append(case)
-    cases += [{q.name: q.domain.draw(rng) for q in kernel.params} for _ in range(n_random)]
+    cases += [{q.name: q.draw(rng) for q in kernel.params} for _ in range(n_random)]
     return cases or [{}]

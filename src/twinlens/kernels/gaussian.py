@@ -1,0 +1,391 @@
+"""Elliptical Gaussian convergence: the math, as plain functions of one point.
+
+Convention (shared with lenstronomy's ``GAUSSIAN_ELLIPSE_KAPPA``): in the profile frame, whose
+x' axis is the major axis at angle ``phi``,
+
+    kappa = kappa0 * exp(-(q x'^2 + y'^2 / q) / (2 sigma^2)),
+
+so ``sigma`` is the dispersion along the intermediate axis (the circularised dispersion) and the
+total mass is ``2 pi kappa0 sigma^2`` whatever ``q``. In the sky frame, with ellipticity
+components ``(e1, e2)`` and ``E = [[e1, e2], [e2, -e1]]``, the quadratic form is
+
+    q x'^2 + y'^2 / q = theta^T M theta,   M = ((1 + |e|^2) I - 2 E) / (1 - |e|^2),
+
+which is smooth in ``(e1, e2)``: gradients at ``e = (0, 0)`` are well defined.
+
+Deflections come in three exact forms, each accurate where it is used:
+
+* ``*_spherical`` (``q = 1``): closed form ``alpha = kappa0 theta (1 - exp(-s)) / s`` with
+  ``s = r^2 / (2 sigma^2)``.
+* ``*_elliptical`` (``1 - q`` not small): Shajib (2019), eq. 4.12-4.15, through the Faddeeva
+  function. It subtracts two nearly equal terms as ``q -> 1`` and loses about
+  ``1 / (1 - q^2)`` in relative accuracy, so it is used only for ``|e| >= E_SWITCH`` (0.02).
+* ``*_near_round`` (``|e| < E_SWITCH``): the ellipsoid potential-theory integral
+  ``alpha = int_0^1 kappa(u theta^T P^-1 theta) P^-1 theta / sqrt(det P) du`` with
+  ``P(u) = I + u (M^-1 - I)``, smooth in ``(e1, e2)`` and exact for every ``q``; its integrand is
+  ``exp(-a u)`` times a slowly varying factor near ``q = 1``, so after the substitution that
+  makes ``exp(-a u)`` linear it is integrated to float64 accuracy by a fixed Gauss-Legendre rule.
+
+``deflections`` (and ``hessian``) blend the last two with ``where``, for a traced ellipticity;
+profiles with concrete parameters call the single form that applies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twinlens.kernels.domains import Arg, Domain
+from twinlens.kernels.faddeeva import wofz
+from twinlens.kernels.geometry import from_profile_frame, to_profile_frame
+from twinlens.kernels.ops import (
+    arctan2,
+    cos,
+    exp,
+    expm1,
+    imag,
+    pi,
+    pointwise,
+    real,
+    sin,
+    sqrt,
+    where,
+)
+from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.tolerance import Tolerance
+
+# |e| below which the near-round quadrature replaces Shajib's formula (1 - q < 0.04): there the
+# formula's cancellation, a factor 1 / (1 - q^2), would cost more than one digit.
+E_SWITCH = 0.02
+
+_U_CUT = 38.0
+_GL_T, _GL_W = np.polynomial.legendre.leggauss(40)
+_GL_T = 0.5 * (_GL_T + 1.0)  # nodes on [0, 1]
+_GL_W = 0.5 * _GL_W
+_N_GL = len(_GL_T)
+
+
+def _tanh_sinh_rule(h: float = 1.0 / 32.0) -> tuple[np.ndarray, np.ndarray]:
+    # Nodes on (0, 1) written as 1 / (1 + exp(-pi sinh(k h))) so that nodes near 0 keep their
+    # relative precision; stop before nodes underflow or reach 1.
+    k_max = int(np.ceil(np.arcsinh(700.0 / np.pi) / h))
+    k = np.arange(-k_max, k_max + 1)
+    s = np.pi * np.sinh(k * h)
+    keep = np.abs(s) < 700.0
+    k, s = k[keep], s[keep]
+    nodes = 1.0 / (1.0 + np.exp(-s))
+    weights = 0.5 * h * np.pi * np.cosh(k * h) / (2.0 * np.cosh(0.5 * s) ** 2)
+    keep = (nodes > 1e-300) & (nodes < 1.0) & (weights > 1e-300)
+    return nodes[keep], weights[keep]
+
+
+_TS_T, _TS_W = _tanh_sinh_rule()
+_N_TS = len(_TS_T)
+
+
+@pointwise
+def quadratic_form(dx, dy, e1, e2):
+    """``q x'^2 + y'^2 / q`` at offsets ``(dx, dy)`` from the centre, from ``(e1, e2)``."""
+    ee = e1 * e1 + e2 * e2
+    return (
+        (1.0 + ee) * (dx * dx + dy * dy) - 2.0 * (e1 * (dx * dx - dy * dy) + 2.0 * e2 * dx * dy)
+    ) / (1.0 - ee)
+
+
+@pointwise
+def one_minus_exp_ratio(s):
+    """``(1 - exp(-s)) / s``, equal to 1 at ``s = 0``; a series below ``s = 1e-3`` keeps the
+    value and its derivative exact as ``s -> 0``."""
+    small = s < 1e-3
+    ss = where(small, 1.0, s)
+    series = 1.0 + s * (-0.5 + s * (1.0 / 6.0 + s * (-1.0 / 24.0 + s / 120.0)))
+    return where(small, series, -expm1(-ss) / ss)
+
+
+@pointwise
+def one_minus_exp_ratio_derivative(s):
+    """Derivative of ``(1 - exp(-s)) / s``; a series below ``s = 1e-3`` avoids cancellation."""
+    small = s < 1e-3
+    ss = where(small, 1.0, s)
+    direct = (exp(-ss) - one_minus_exp_ratio(ss)) / ss
+    series = -0.5 + s * (1.0 / 3.0 + s * (-1.0 / 8.0 + s * (1.0 / 30.0 - s / 144.0)))
+    return where(small, series, direct)
+
+
+# ------------------------------------------------------------------------------------------
+# convergence
+
+
+@pointwise
+def convergence(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
+    """Convergence of an elliptical Gaussian (all ``q``), dimensionless."""
+    q2 = quadratic_form(x - centre_x, y - centre_y, e1, e2)
+    return kappa0 * exp(-0.5 * q2 / (sigma * sigma))
+
+
+# ------------------------------------------------------------------------------------------
+# q = 1
+
+
+@pointwise
+def deflections_spherical(x, y, centre_x, centre_y, sigma, kappa0):
+    """Deflections of a round Gaussian, arcsec (closed form)."""
+    dx = x - centre_x
+    dy = y - centre_y
+    f = kappa0 * one_minus_exp_ratio(0.5 * (dx * dx + dy * dy) / (sigma * sigma))
+    return f * dx, f * dy
+
+
+@pointwise
+def hessian_spherical(x, y, centre_x, centre_y, sigma, kappa0):
+    """Hessian ``(psi_xx, psi_xy, psi_yy)`` of a round Gaussian's potential (closed form)."""
+    dx = x - centre_x
+    dy = y - centre_y
+    inv_s2 = 1.0 / (sigma * sigma)
+    s = 0.5 * (dx * dx + dy * dy) * inv_s2
+    h = one_minus_exp_ratio(s)
+    dh = one_minus_exp_ratio_derivative(s) * inv_s2
+    return kappa0 * (h + dx * dx * dh), kappa0 * dx * dy * dh, kappa0 * (h + dy * dy * dh)
+
+
+# ------------------------------------------------------------------------------------------
+# 1 - q not small: Shajib (2019)
+
+
+@pointwise
+def _shajib_terms(xp, yp, q, sigma, kappa0):
+    # Frame-local deflections and the complex function varsigma of Shajib (2019), eq. 4.12-4.15.
+    # Points below the major axis are reflected (w is evaluated in the upper half plane only);
+    # the reflection sign is +1 on the axis so that derivatives across it stay exact.
+    s_ = sigma * sqrt(q)
+    one_m_q2 = 1.0 - q * q
+    p = q / (s_ * sqrt(2.0 * one_m_q2))
+    ys = where(yp >= 0.0, 1.0, -1.0)
+    big_x = p * xp
+    big_y = p * ys * yp
+    w1 = wofz(big_x + 1j * big_y)
+    w2 = wofz(q * big_x + 1j * big_y / q)
+    damp = exp(-big_x * big_x * one_m_q2 - big_y * big_y * (1.0 / (q * q) - 1.0))
+    vs_re = imag(w1) - damp * imag(w2)
+    vs_im = (damp * real(w2) - real(w1)) * ys
+    pref = kappa0 * s_ * sqrt(2.0 * pi / one_m_q2)
+    return pref * vs_re, -pref * vs_im, vs_re, vs_im, s_, one_m_q2
+
+
+@pointwise
+def _deflections_shajib(xp, yp, q, sigma, kappa0):
+    ax, ay, _, _, _, _ = _shajib_terms(xp, yp, q, sigma, kappa0)
+    return ax, ay
+
+
+@pointwise
+def _hessian_shajib(xp, yp, q, sigma, kappa0):
+    # Frame-local hessian: kappa plus the complex shear of Shajib (2019), eq. 4.18.
+    _, _, vs_re, vs_im, s_, one_m_q2 = _shajib_terms(xp, yp, q, sigma, kappa0)
+    kappa = kappa0 * exp(-(q * q * xp * xp + yp * yp) / (2.0 * s_ * s_))
+    c = sqrt(2.0 * pi) * q * q * kappa0 / (s_ * sqrt(one_m_q2))
+    # (xp - i yp) * (vs_re - i vs_im)
+    prod_re = xp * vs_re - yp * vs_im
+    prod_im = -(xp * vs_im + yp * vs_re)
+    shear_re = -((1.0 + q * q) * kappa - 2.0 * q * kappa0 + c * prod_re) / one_m_q2
+    shear_im = -(c * prod_im) / one_m_q2
+    return kappa + shear_re, shear_im, kappa - shear_re
+
+
+@pointwise
+def _rotate_hessian(hxx, hxy, hyy, phi):
+    c = cos(phi)
+    s = sin(phi)
+    xx = hxx * c * c + hyy * s * s - 2.0 * s * c * hxy
+    yy = hxx * s * s + hyy * c * c + 2.0 * s * c * hxy
+    xy = s * c * (hxx - hyy) + (c * c - s * s) * hxy
+    return xx, xy, yy
+
+
+@pointwise
+def deflections_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0):
+    """Deflections for ``q`` in ``[0.05, 0.99]`` (Shajib 2019), arcsec; ``phi`` in radians."""
+    xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
+    ax, ay = _deflections_shajib(xp, yp, q, sigma, kappa0)
+    return from_profile_frame(ax, ay, phi)
+
+
+@pointwise
+def hessian_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0):
+    """Hessian ``(psi_xx, psi_xy, psi_yy)`` for ``q`` in ``[0.05, 0.99]`` (Shajib 2019)."""
+    xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
+    hxx, hxy, hyy = _hessian_shajib(xp, yp, q, sigma, kappa0)
+    return _rotate_hessian(hxx, hxy, hyy, phi)
+
+
+# ------------------------------------------------------------------------------------------
+# |e| small: the potential-theory integral, in (e1, e2)
+
+
+@pointwise
+def _near_round_sums(dx, dy, e1, e2, sigma, kappa0):
+    # alpha_i = int_0^1 w(u) v_i du and H_ij = int_0^1 w(u) (Pinv_ij - u v_i v_j / sigma^2) du,
+    # with v = P(u)^-1 theta and w(u) = kappa(u theta.v) / sqrt(det P). For small |e|, w is
+    # exp(-a u) times a slowly varying factor, a = r^2 / (2 sigma^2); beyond u = _U_CUT / a it
+    # is below exp(-_U_CUT) of its start, so Gauss-Legendre on [0, min(1, _U_CUT / a)] resolves
+    # it (exp(-38 s) on [0, 1] is integrated to 1e-15 by 40 nodes).
+    ee = e1 * e1 + e2 * e2
+    c2 = 2.0 / (1.0 - ee)
+    inv_2s2 = 0.5 / (sigma * sigma)
+    a = (dx * dx + dy * dy) * inv_2s2
+    far = a > _U_CUT
+    top = where(far, _U_CUT / where(far, a, 1.0), 1.0)
+    ex = e1 * dx + e2 * dy  # E theta
+    ey = e2 * dx - e1 * dy
+    sx = 0.0 * dx
+    sy = 0.0 * dx
+    hxx = 0.0 * dx
+    hxy = 0.0 * dx
+    hyy = 0.0 * dx
+    for k in range(_N_GL):
+        u = top * _GL_T[k]
+        cu = c2 * u
+        g = 1.0 + cu * ee
+        det = g * g - cu * cu * ee
+        vx = (g * dx - cu * ex) / det
+        vy = (g * dy - cu * ey) / det
+        wk = _GL_W[k] * exp(-u * inv_2s2 * (dx * vx + dy * vy)) / sqrt(det)
+        sx = sx + wk * vx
+        sy = sy + wk * vy
+        uv = 2.0 * u * inv_2s2
+        hxx = hxx + wk * ((g - cu * e1) / det - uv * vx * vx)
+        hxy = hxy + wk * (-cu * e2 / det - uv * vx * vy)
+        hyy = hyy + wk * ((g + cu * e1) / det - uv * vy * vy)
+    scale = kappa0 * top
+    return scale * sx, scale * sy, scale * hxx, scale * hxy, scale * hyy
+
+
+@pointwise
+def deflections_near_round(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
+    """Deflections for ``|e| < E_SWITCH`` (``1 - q`` below 0.04), arcsec."""
+    ax, ay, _, _, _ = _near_round_sums(x - centre_x, y - centre_y, e1, e2, sigma, kappa0)
+    return ax, ay
+
+
+@pointwise
+def hessian_near_round(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
+    """Hessian ``(psi_xx, psi_xy, psi_yy)`` for ``|e| < E_SWITCH``."""
+    _, _, hxx, hxy, hyy = _near_round_sums(x - centre_x, y - centre_y, e1, e2, sigma, kappa0)
+    return hxx, hxy, hyy
+
+
+# ------------------------------------------------------------------------------------------
+# any ellipticity, possibly traced
+
+
+@pointwise
+def _branch_parameters(e1, e2):
+    # The near-round flag, and (q, phi) for Shajib's branch with a harmless stand-in ellipticity
+    # where that branch is not selected, so neither value nor gradient can become NaN there.
+    ee = e1 * e1 + e2 * e2
+    near = ee < E_SWITCH * E_SWITCH
+    f1 = where(near, 0.5, e1)
+    f2 = where(near, 0.0, e2)
+    e = sqrt(f1 * f1 + f2 * f2)
+    return near, (1.0 - e) / (1.0 + e), 0.5 * arctan2(f2, f1)
+
+
+@pointwise
+def deflections(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
+    """Deflections for any ellipticity ``|e| < 1``, arcsec: the near-round integral below
+    ``E_SWITCH``, Shajib's formula above; differentiable in every parameter."""
+    near, q, phi = _branch_parameters(e1, e2)
+    nx, ny = deflections_near_round(x, y, centre_x, centre_y, e1, e2, sigma, kappa0)
+    sx, sy = deflections_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0)
+    return where(near, nx, sx), where(near, ny, sy)
+
+
+@pointwise
+def hessian(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
+    """Hessian ``(psi_xx, psi_xy, psi_yy)`` for any ellipticity ``|e| < 1``."""
+    near, q, phi = _branch_parameters(e1, e2)
+    nxx, nxy, nyy = hessian_near_round(x, y, centre_x, centre_y, e1, e2, sigma, kappa0)
+    sxx, sxy, syy = hessian_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0)
+    return where(near, nxx, sxx), where(near, nxy, sxy), where(near, nyy, syy)
+
+
+@pointwise
+def potential(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
+    """Lensing potential, arcsec^2, zero at the centre (all ``q``).
+
+    ``psi = kappa0 sigma^2 int_0^1 b h(u b) / sqrt(det P) du`` with ``b = theta.v / (2 sigma^2)``
+    and ``h(s) = (1 - exp(-s)) / s``, by a tanh-sinh rule that resolves both the ``1/u`` range
+    of distant points and the narrow feature near ``u = 1`` of very flat profiles.
+    """
+    dx = x - centre_x
+    dy = y - centre_y
+    ee = e1 * e1 + e2 * e2
+    c2 = 2.0 / (1.0 - ee)
+    inv_2s2 = 0.5 / (sigma * sigma)
+    ex = e1 * dx + e2 * dy
+    ey = e2 * dx - e1 * dy
+    r2 = dx * dx + dy * dy
+    tet = dx * ex + dy * ey
+    total = 0.0 * dx
+    for k in range(_N_TS):
+        u = _TS_T[k]
+        cu = c2 * u
+        g = 1.0 + cu * ee
+        det = g * g - cu * cu * ee
+        b = (g * r2 - cu * tet) / det * inv_2s2
+        total = total + _TS_W[k] * b * one_minus_exp_ratio(u * b) / sqrt(det)
+    return kappa0 * sigma * sigma * total
+
+
+# ------------------------------------------------------------------------------------------
+# registry
+
+_XY = Domain(-10.0, 10.0, specials=(0.0, 1e-12, -1e-12, 10.0, -7.5))
+_CENTRE = Domain(-1.0, 1.0, specials=(0.0, 0.05))
+_SIGMA = Domain(1e-3, 10.0, specials=(1e-3, 10.0, 0.5), log=True)
+_KAPPA0 = Domain(0.01, 10.0, specials=(1.0,))
+_E_ANY = Domain(-0.6, 0.6, specials=(0.0, 1e-9, -1e-12, 0.0141, 0.0142, -0.6, 0.3))
+_E_ROUND = Domain(-0.014, 0.014, specials=(0.0, 1e-9, -1e-12, 0.014, -0.007))
+_Q = Domain(0.05, 0.96, specials=(0.05, 0.96, 0.7))
+_PHI = Domain(-pi, pi, specials=(0.0, pi / 2, -pi / 4, pi))
+_TIES = (("x", "centre_x"), ("y", "centre_y"))
+# Shajib's formula inherits the Faddeeva function's error, amplified by up to 1 / (1 - q^2)
+# (about 13 at |e| = E_SWITCH); far from the centre deflections fall as 1 / r, so the absolute
+# floor is 1e-15 of a typical deflection scale.
+_TOL = Tolerance(rtol=1e-12, atol=1e-15)
+
+
+def _register(name, point, params, outputs, tol=_TOL):
+    register(
+        Kernel(
+            name=f"gaussian.{name}",
+            point=point,
+            inputs=(Arg("x", _XY), Arg("y", _XY)),
+            params=tuple(Arg(n, d) for n, d in params),
+            outputs=outputs,
+            tol=tol,
+            ties=_TIES,
+            doc=point.__doc__ or "",
+        )
+    )
+
+
+_C = (("centre_x", _CENTRE), ("centre_y", _CENTRE))
+_S = (("sigma", _SIGMA), ("kappa0", _KAPPA0))
+_H = ("psi_xx", "psi_xy", "psi_yy")
+_register("convergence", convergence, (*_C, ("e1", _E_ANY), ("e2", _E_ANY), *_S), ("kappa",))
+_register("deflections_spherical", deflections_spherical, (*_C, *_S), ("alpha_x", "alpha_y"))
+_register("hessian_spherical", hessian_spherical, (*_C, *_S), _H)
+_QP = (("q", _Q), ("phi", _PHI))
+_register(
+    "deflections_elliptical", deflections_elliptical, (*_C, *_QP, *_S), ("alpha_x", "alpha_y")
+)
+_register("hessian_elliptical", hessian_elliptical, (*_C, *_QP, *_S), _H)
+_ER = (("e1", _E_ROUND), ("e2", _E_ROUND))
+_register(
+    "deflections_near_round", deflections_near_round, (*_C, *_ER, *_S), ("alpha_x", "alpha_y")
+)
+_register("hessian_near_round", hessian_near_round, (*_C, *_ER, *_S), _H)
+_EA = (("e1", _E_ANY), ("e2", _E_ANY))
+_register("deflections", deflections, (*_C, *_EA, *_S), ("alpha_x", "alpha_y"))
+_register("hessian", hessian, (*_C, *_EA, *_S), _H)
+_register("potential", potential, (*_C, *_EA, *_S), ("psi",))

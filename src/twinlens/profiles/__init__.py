@@ -1,0 +1,1 @@
+"""Profiles: frozen dataclasses that bind parameters and call kernels."""

@@ -1,0 +1,110 @@
+"""The mass-profile base class: positions in, lensing quantities out, on any backend."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from twinlens.backend import array_module, resolve_backend
+from twinlens.backend.concrete import is_concrete
+from twinlens.fields import ValueIdentity
+
+
+def _numbers(obj: ValueIdentity) -> list:
+    """Every field value, tuples flattened (what may be a tracer)."""
+    out: list = []
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        out.extend(v if isinstance(v, tuple) else (v,))
+    return out
+
+
+def positions(xy: Any, backend: str) -> tuple[Any, Any, Any]:
+    """``(x, y, xp)`` from positions ``(..., 2)`` (or an object with an ``xy`` array)."""
+    xy = getattr(xy, "xy", xy)
+    xp = array_module(backend)
+    arr = xp.asarray(xy)
+    if arr.ndim < 1 or arr.shape[-1] != 2:
+        raise ValueError(f"xy must have shape (..., 2) holding (x, y) pairs, got {arr.shape}")
+    return arr[..., 0], arr[..., 1], xp
+
+
+def all_concrete(*values: Any) -> bool:
+    return all(is_concrete(v) for v in values)
+
+
+class MassProfile(ValueIdentity):
+    """Base class of mass profiles.
+
+    Every method takes positions ``xy`` of shape ``(..., 2)`` (arcsec, last axis ``(x, y)``) and
+    ``backend=`` (``"numba"``, ``"jax"``, ``"numpy"``; default: JAX if any input or parameter
+    is a JAX array or tracer, else the process default). Subclasses implement ``_convergence``,
+    ``_deflections``, ``_hessian`` and ``_potential`` on coordinate arrays.
+    """
+
+    def _backend(self, xy: Any, backend: str | None) -> str:
+        return resolve_backend(backend, getattr(xy, "xy", xy), *_numbers(self))
+
+    def convergence(self, xy: Any, backend: str | None = None) -> Any:
+        """Convergence (dimensionless), shape ``xy.shape[:-1]``."""
+        b = self._backend(xy, backend)
+        x, y, _ = positions(xy, b)
+        return self._convergence(x, y, b)
+
+    def deflections(self, xy: Any, backend: str | None = None) -> Any:
+        """Deflection angles ``(..., 2)`` as ``(alpha_x, alpha_y)``, arcsec."""
+        b = self._backend(xy, backend)
+        x, y, xp = positions(xy, b)
+        ax, ay = self._deflections(x, y, b)
+        return xp.stack([ax, ay], axis=-1)
+
+    def hessian(self, xy: Any, backend: str | None = None) -> Any:
+        """Hessian of the lensing potential, ``(..., 2, 2)``:
+        ``[[psi_xx, psi_xy], [psi_xy, psi_yy]]``."""
+        b = self._backend(xy, backend)
+        x, y, xp = positions(xy, b)
+        hxx, hxy, hyy = self._hessian(x, y, b)
+        return xp.stack([xp.stack([hxx, hxy], axis=-1), xp.stack([hxy, hyy], axis=-1)], axis=-2)
+
+    def potential(self, xy: Any, backend: str | None = None) -> Any:
+        """Lensing potential, arcsec^2 (zero at the profile centre)."""
+        b = self._backend(xy, backend)
+        x, y, _ = positions(xy, b)
+        return self._potential(x, y, b)
+
+    def magnification(self, xy: Any, backend: str | None = None) -> Any:
+        """Signed magnification ``1 / det(I - H)``."""
+        h = self.hessian(xy, backend)
+        return 1.0 / ((1.0 - h[..., 0, 0]) * (1.0 - h[..., 1, 1]) - h[..., 0, 1] ** 2)
+
+    def shear(self, xy: Any, backend: str | None = None) -> Any:
+        """Shear ``(..., 2)`` as ``(gamma_1, gamma_2) = ((psi_xx - psi_yy) / 2, psi_xy)``."""
+        b = self._backend(xy, backend)
+        h = self.hessian(xy, b)
+        xp = array_module(b)
+        return xp.stack([0.5 * (h[..., 0, 0] - h[..., 1, 1]), h[..., 0, 1]], axis=-1)
+
+    # subclasses ---------------------------------------------------------------------------
+
+    def _convergence(self, x: Any, y: Any, backend: str) -> Any:
+        raise NotImplementedError
+
+    def _deflections(self, x: Any, y: Any, backend: str) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def _hessian(self, x: Any, y: Any, backend: str) -> tuple[Any, Any, Any]:
+        raise NotImplementedError
+
+    def _potential(self, x: Any, y: Any, backend: str) -> Any:
+        raise NotImplementedError
+
+
+def ellipse_form(e1: Any, e2: Any, switch: float) -> str:
+    """Which exact form applies: ``spherical`` (e = 0), ``near_round`` (|e| < switch),
+    ``elliptical``, or ``traced`` (the ellipticity is not known until run time)."""
+    if not all_concrete(e1, e2):
+        return "traced"
+    ee = float(e1) ** 2 + float(e2) ** 2
+    if ee == 0.0:
+        return "spherical"
+    return "near_round" if ee < switch * switch else "elliptical"
