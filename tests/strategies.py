@@ -26,15 +26,17 @@ def values(domain: Domain) -> st.SearchStrategy[float]:
 
 
 @st.composite
-def kernel_arguments(draw, kernel: Kernel, max_points: int = 48) -> list:
-    """Arguments for ``kernel``: params, then per-point inputs, with ties applied on purpose."""
+def kernel_arguments(draw, kernel: Kernel, n_points: int = 32) -> list:
+    """Arguments for ``kernel``: params, then per-point inputs, with ties applied on purpose.
+
+    The number of points is fixed so that JAX compiles each kernel once, not once per size."""
     params = {
         p.name: draw(values(p.domain))
         if p.size is None
         else np.array(draw(st.lists(values(p.domain), min_size=p.size, max_size=p.size)))
         for p in kernel.params
     }
-    n = draw(st.integers(1, max_points))
+    n = n_points
     inputs = {
         a.name: np.array(draw(st.lists(values(a.domain), min_size=n, max_size=n)))
         for a in kernel.inputs

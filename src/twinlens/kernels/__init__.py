@@ -8,7 +8,7 @@ Each module holds per-point functions that can be called directly on numpy array
     xr, yr = registry.get("geometry.to_profile_frame")(x, y, 0.1, 0.0, 0.5, backend="numba")
 """
 
-from twinlens.kernels import ellipticity, gaussian, geometry, mge  # noqa: F401  (registers kernels)
+from twinlens.kernels import ellipticity, faddeeva, gaussian, geometry, mge  # noqa: F401  (registers kernels)
 from twinlens.kernels.registry import Kernel, all_kernels, get, register
 
 __all__ = ["Kernel", "all_kernels", "get", "register"]

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 from twinlens.backend import jax_runtime
 from twinlens.kernels import gaussian
 from twinlens.kernels.domains import Arg
@@ -151,7 +153,8 @@ _SIGMAS = Arg("sigmas", gaussian._SIGMA, size=_N_COMPONENTS)
 _KAPPAS = Arg("kappas", gaussian._KAPPA0, size=_N_COMPONENTS)
 
 
-def _register(name, point, single, params, outputs):
+def _register(name, point, single, params, outputs, tol=gaussian._TOL, power=1):
+    # the absolute floor scales with sum_k kappa_k sigma_k^power (the components' sizes)
     register(
         Kernel(
             name=f"mge.{name}",
@@ -159,9 +162,10 @@ def _register(name, point, single, params, outputs):
             inputs=(Arg("x", gaussian._XY), Arg("y", gaussian._XY)),
             params=(*(Arg(n, d) for n, d in params), _SIGMAS, _KAPPAS),
             outputs=outputs,
-            tol=gaussian._TOL,
+            tol=tol,
             ties=gaussian._TIES,
             impls={"jax": _summed_over_components(single)},
+            atol_scale=lambda *p, power=power: float(np.sum(np.abs(p[-1]) * p[-2] ** power)),
             doc=point.__doc__ or "",
         )
     )
@@ -170,7 +174,7 @@ def _register(name, point, single, params, outputs):
 _C = gaussian._C
 _EA, _ER, _QP, _H = gaussian._EA, gaussian._ER, gaussian._QP, gaussian._H
 _A = ("alpha_x", "alpha_y")
-_register("convergence", convergence, gaussian.convergence, (*_C, *_EA), ("kappa",))
+_register("convergence", convergence, gaussian.convergence, (*_C, *_EA), ("kappa",), power=0)
 _register("deflections_spherical", deflections_spherical, gaussian.deflections_spherical, _C, _A)
 _register(
     "deflections_elliptical",
@@ -187,6 +191,9 @@ _register(
     _A,
 )
 _register("deflections", deflections, gaussian.deflections, (*_C, *_EA), _A)
-_register("hessian_elliptical", hessian_elliptical, gaussian.hessian_elliptical, (*_C, *_QP), _H)
-_register("hessian", hessian, gaussian.hessian, (*_C, *_EA), _H)
+_T = gaussian._TOL_HESSIAN
+_register(
+    "hessian_elliptical", hessian_elliptical, gaussian.hessian_elliptical, (*_C, *_QP), _H, _T
+)
+_register("hessian", hessian, gaussian.hessian, (*_C, *_EA), _H, _T)
 _register("potential", potential, gaussian.potential, (*_C, *_EA), ("psi",))

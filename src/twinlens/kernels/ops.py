@@ -71,6 +71,7 @@ def make_op(
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"``{name}`` on numpy arrays, JAX arrays or (inside numba) scalars."
     op._numba_impl = numba_impl  # type: ignore[attr-defined]
+    op.__module__ = getattr(numba_impl, "__module__", __name__)  # where the op is defined
     _ALL_OPS.append(op)
     if _numba_ready:
         _overload(op)

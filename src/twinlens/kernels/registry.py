@@ -12,6 +12,7 @@ included.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -53,6 +54,10 @@ class Kernel:
         (a point exactly on the profile centre).
     dtype, input_dtype
         Output and input dtypes on the numba and numpy backends.
+    atol_scale
+        Optional function of the params giving the factor that multiplies ``tol.atol`` (the
+        natural size of the outputs, e.g. ``kappa0 * sigma`` for a deflection), so that the
+        absolute floor means the same for every parameter value.
     """
 
     name: str
@@ -66,6 +71,7 @@ class Kernel:
     dtype: str = "float64"
     input_dtype: str = "float64"
     doc: str = ""
+    atol_scale: Callable[..., float] | None = None
     _built: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -79,6 +85,14 @@ class Kernel:
         for inp, par in self.ties:
             if inp not in names or par not in names:
                 raise ValueError(f"kernel {self.name}: tie ({inp}, {par}) names no argument")
+
+    def tolerance_for(self, args: list | tuple) -> Tolerance:
+        """The tolerance for one set of arguments (``tol`` with ``atol`` scaled by
+        ``atol_scale(*params)``)."""
+        if self.atol_scale is None:
+            return self.tol
+        factor = float(self.atol_scale(*args[len(self.inputs) :]))
+        return dataclasses.replace(self.tol, atol=self.tol.atol * factor)
 
     @property
     def backends(self) -> tuple[str, ...]:

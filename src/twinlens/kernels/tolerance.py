@@ -18,6 +18,10 @@ class Tolerance:
     rtol: float = 1e-12
     atol: float = 1e-14
     why: str = ""
+    #: measure each point's error against the norm of all outputs there (a vector or tensor),
+    #: not component by component: a component that vanishes because of the frame's orientation
+    #: carries no relative precision of its own
+    norm: bool = False
 
 
 @dataclass(frozen=True)
@@ -30,12 +34,25 @@ class Agreement:
     n: int
 
 
-def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance) -> Agreement:
+def compare_outputs(outs: tuple, refs: tuple, tol: Tolerance) -> list[Agreement]:
+    """Compare every output; with ``tol.norm`` each point's scale is the norm of the outputs."""
+    outs = tuple(np.asarray(o) for o in outs)
+    refs = tuple(np.asarray(r) for r in refs)
+    if not tol.norm:
+        return [compare(o, r, tol) for o, r in zip(outs, refs, strict=True)]
+    scale = np.sqrt(sum(np.abs(r) ** 2 for r in refs))
+    return [compare(o, r, tol, scale=scale) for o, r in zip(outs, refs, strict=True)]
+
+
+def compare(
+    out: np.ndarray, ref: np.ndarray, tol: Tolerance, scale: np.ndarray | None = None
+) -> Agreement:
     """Measure ``out`` against ``ref``.
 
-    Relative error is ``|out - ref| / |ref|`` over elements where ``|ref| > atol / rtol``
-    (elsewhere the absolute floor governs). Non-finite values must match exactly (the same
-    infinity, or NaN against NaN); any other disagreement in finiteness fails.
+    Relative error is ``|out - ref| / s`` with ``s = |ref|`` (or the given per-element
+    ``scale``) over elements where ``s > atol / rtol`` (elsewhere the absolute floor governs).
+    Non-finite values must match exactly (the same infinity, or NaN against NaN); any other
+    disagreement in finiteness fails.
     """
     a = np.asarray(out)
     b = np.asarray(ref)
@@ -48,7 +65,7 @@ def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance) -> Agreement:
     finiteness_ok = bool(np.all((fa & fb) | same_nonfinite))
     both = fa & fb
     diff = np.abs(a[both] - b[both])
-    mag = np.abs(b[both])
+    mag = np.abs(b[both]) if scale is None else np.broadcast_to(scale, b.shape)[both]
     max_abs = float(diff.max()) if diff.size else 0.0
     big = mag > tol.atol / max(tol.rtol, 1e-300)
     max_rel = float((diff[big] / mag[big]).max()) if np.any(big) else 0.0
