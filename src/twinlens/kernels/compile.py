@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import warnings
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -31,14 +32,16 @@ from numba import njit, prange
 
 from {module} import {function} as _point_source
 
-_point = njit(getattr(_point_source, "_numba_impl", _point_source), error_model="numpy")
+_point = njit(
+    getattr(_point_source, "_numba_impl", _point_source), error_model="numpy", inline="always"
+)
 
 
 @njit(parallel=True, cache={cache}, error_model="numpy")
 def loop({args}):
     n = {first}.shape[0]
 {allocate}
-    for i in prange(n):
+{loops}
 {body}
     return ({outs},)
 """
@@ -70,19 +73,41 @@ def _check_importable(point: Callable) -> tuple[str, str]:
 
 
 def numba_source(kernel: Kernel) -> str:
-    """The generated numba module for ``kernel`` (exposed for reading and for tests)."""
+    """The generated numba module for ``kernel`` (exposed for reading and for tests).
+
+    For a kernel summed over components (``kernel.components > 0``) the component loop is the
+    outer one and the parallel loop over points the inner one: per-component constants then
+    hoist out of the inner loop, and each inlined point function stays a flat, unrollable body
+    (measured 3x faster per Gaussian than a component loop inside each point).
+    """
     module, function = _check_importable(kernel.point)
     ins = [a.name for a in kernel.inputs]
     pars = [p.name for p in kernel.params]
     outs = [f"out_{o}" for o in kernel.outputs]
     dtype = np.dtype(kernel.dtype).name
-    allocate = "\n".join(f"    {o} = np.empty(n, dtype=np.{dtype})" for o in outs)
-    call = f"_point({', '.join([f'{a}[i]' for a in ins] + pars)})"
-    if len(outs) == 1:
-        body = f"        {outs[0]}[i] = {call}"
+    if kernel.components:
+        fixed, comps = pars[: -kernel.components], pars[-kernel.components :]
+        alloc = "np.zeros"
+        indent = "            "
+        head = f"    for k in range({comps[0]}.shape[0]):\n" + "".join(
+            f"        {c}_k = {c}[k]\n" for c in comps
+        )
+        head += "        for i in prange(n):\n"
+        call_pars = fixed + [f"{c}_k" for c in comps]
+        assign = "+="
     else:
-        body = f"        r = {call}\n" + "\n".join(
-            f"        {o}[i] = r[{k}]" for k, o in enumerate(outs)
+        alloc = "np.empty"
+        indent = "        "
+        head = "    for i in prange(n):\n"
+        call_pars = pars
+        assign = "="
+    allocate = "\n".join(f"    {o} = {alloc}(n, dtype=np.{dtype})" for o in outs)
+    call = f"_point({', '.join([f'{a}[i]' for a in ins] + call_pars)})"
+    if len(outs) == 1:
+        body = f"{indent}{outs[0]}[i] {assign} {call}"
+    else:
+        body = f"{indent}r = {call}\n" + "\n".join(
+            f"{indent}{o}[i] {assign} r[{k}]" for k, o in enumerate(outs)
         )
     return _LOOP_TEMPLATE.format(
         name=kernel.name,
@@ -93,6 +118,7 @@ def numba_source(kernel: Kernel) -> str:
         args=", ".join(ins + pars),
         first=ins[0],
         allocate=allocate,
+        loops=head.rstrip("\n"),
         body=body,
         outs=", ".join(outs),
     )
@@ -102,10 +128,23 @@ def numba_loop(kernel: Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
     """The compiled-on-first-call numba loop for ``kernel``: 1-D inputs, scalar params."""
     from twinlens.kernels import ops
 
-    numba_runtime.load()
+    numba = numba_runtime.load()
     ops.register_numba_overloads()
     stem = kernel.name.replace(".", "_")
-    return numba_runtime.import_generated(stem, numba_source(kernel)).loop
+    loop = numba_runtime.import_generated(stem, numba_source(kernel)).loop
+    # Compile now, on one dummy point: ops are inlined at numba's IR level (an out-of-line call
+    # per op costs more than most ops), which trips a harmless internal "pedantic" check that
+    # would otherwise warn at the user's first call.
+    dummy = [np.zeros(1, dtype=kernel.input_dtype) for _ in kernel.inputs]
+    dummy += [
+        np.full(p.size, 0.5, dtype=kernel.input_dtype) if p.size else np.float64(0.5)
+        for p in kernel.params
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", numba.core.errors.NumbaIRAssumptionWarning)
+        with np.errstate(all="ignore"):
+            loop(*dummy)
+    return loop
 
 
 def jax_function(kernel: Kernel) -> Callable[..., Any]:
@@ -116,10 +155,22 @@ def jax_function(kernel: Kernel) -> Callable[..., Any]:
     n_in = len(kernel.inputs)
     single = len(kernel.outputs) == 1
 
+    n_comp = kernel.components
+
+    def evaluate(*args: Any) -> tuple:
+        out = point(*args)
+        return (out,) if single else tuple(out)
+
     def run(*args: Any) -> tuple:
         shape = jnp.broadcast_shapes(*(jnp.shape(a) for a in args[:n_in]))
-        out = point(*args)
-        out = (out,) if single else out
+        if n_comp:
+            # vmap over the components and sum: one component's worth of traced program,
+            # where a Python loop would be unrolled once per component
+            head = args[:-n_comp]
+            out = jax.vmap(lambda *c: evaluate(*head, *c))(*args[-n_comp:])
+            out = tuple(o.sum(axis=0) for o in out)
+        else:
+            out = evaluate(*args)
         return tuple(jnp.broadcast_to(o, shape) for o in out)
 
     run.__name__ = f"{kernel.name}_jax"

@@ -38,7 +38,7 @@ import numpy as np
 
 from twinlens.backend import jax_runtime
 from twinlens.kernels.domains import Arg, Domain
-from twinlens.kernels.faddeeva import wofz
+from twinlens.kernels.faddeeva import make_complex, wofz
 from twinlens.kernels.geometry import from_profile_frame, to_profile_frame
 from twinlens.kernels.ops import (
     arctan2,
@@ -156,35 +156,45 @@ def hessian_spherical(x, y, centre_x, centre_y, sigma, kappa0):
 
 
 @pointwise
-def _shajib_terms(xp, yp, q, sigma, kappa0):
-    # Frame-local deflections and the complex function varsigma of Shajib (2019), eq. 4.12-4.15.
-    # Points below the major axis are reflected (w is evaluated in the upper half plane only);
-    # the reflection sign is +1 on the axis so that derivatives across it stay exact.
-    s_ = sigma * sqrt(q)
+def _shajib_shape(q):
+    # The q-only factors of Shajib's formula, computed once per point and shared by every
+    # component of a multi-Gaussian expansion (square roots and divisions dominate the cost).
     one_m_q2 = 1.0 - q * q
-    p = q / (s_ * sqrt(2.0 * one_m_q2))
-    ys = where(yp >= 0.0, 1.0, -1.0)
-    big_x = p * xp
-    big_y = p * ys * yp
-    w1 = wofz(big_x + 1j * big_y)
-    w2 = wofz(q * big_x + 1j * big_y / q)
-    damp = exp(-big_x * big_x * one_m_q2 - big_y * big_y * (1.0 / (q * q) - 1.0))
-    vs_re = imag(w1) - damp * imag(w2)
-    vs_im = (damp * real(w2) - real(w1)) * ys
-    pref = kappa0 * s_ * sqrt(2.0 * pi / one_m_q2)
-    return pref * vs_re, -pref * vs_im, vs_re, vs_im, s_, one_m_q2
+    sqrt_q = sqrt(q)
+    return one_m_q2, sqrt_q, q / (sqrt_q * sqrt(2.0 * one_m_q2)), sqrt(2.0 * pi / one_m_q2), 1.0 / q
 
 
 @pointwise
-def _deflections_shajib(xp, yp, q, sigma, kappa0):
-    ax, ay, _, _, _, _ = _shajib_terms(xp, yp, q, sigma, kappa0)
+def _shajib_terms(xp, yp, q, shape, sigma, kappa0):
+    # Frame-local deflections and the complex function varsigma of Shajib (2019), eq. 4.12-4.15.
+    # Points below the major axis are reflected (w is evaluated in the upper half plane only);
+    # the reflection sign is +1 on the axis so that derivatives across it stay exact.
+    one_m_q2, sqrt_q, p_unit, pref_unit, inv_q = shape
+    s_ = sigma * sqrt_q
+    p = p_unit / sigma
+    ys = where(yp >= 0.0, 1.0, -1.0)
+    big_x = p * xp
+    big_y = p * ys * yp
+    w1 = wofz(make_complex(big_x, big_y))
+    w2 = wofz(make_complex(q * big_x, big_y * inv_q))
+    damp = exp(-big_x * big_x * one_m_q2 - big_y * big_y * (inv_q * inv_q - 1.0))
+    vs_re = imag(w1) - damp * imag(w2)
+    vs_im = (damp * real(w2) - real(w1)) * ys
+    pref = kappa0 * s_ * pref_unit
+    return pref * vs_re, -pref * vs_im, vs_re, vs_im, s_
+
+
+@pointwise
+def _deflections_shajib(xp, yp, q, shape, sigma, kappa0):
+    ax, ay, _, _, _ = _shajib_terms(xp, yp, q, shape, sigma, kappa0)
     return ax, ay
 
 
 @pointwise
-def _hessian_shajib(xp, yp, q, sigma, kappa0):
+def _hessian_shajib(xp, yp, q, shape, sigma, kappa0):
     # Frame-local hessian: kappa plus the complex shear of Shajib (2019), eq. 4.18.
-    _, _, vs_re, vs_im, s_, one_m_q2 = _shajib_terms(xp, yp, q, sigma, kappa0)
+    _, _, vs_re, vs_im, s_ = _shajib_terms(xp, yp, q, shape, sigma, kappa0)
+    one_m_q2 = shape[0]
     kappa = kappa0 * exp(-(q * q * xp * xp + yp * yp) / (2.0 * s_ * s_))
     c = sqrt(2.0 * pi) * q * q * kappa0 / (s_ * sqrt(one_m_q2))
     # (xp - i yp) * (vs_re - i vs_im)
@@ -209,7 +219,7 @@ def _rotate_hessian(hxx, hxy, hyy, phi):
 def deflections_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0):
     """Deflections for ``q`` in ``[0.05, 0.99]`` (Shajib 2019), arcsec; ``phi`` in radians."""
     xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
-    ax, ay = _deflections_shajib(xp, yp, q, sigma, kappa0)
+    ax, ay = _deflections_shajib(xp, yp, q, _shajib_shape(q), sigma, kappa0)
     return from_profile_frame(ax, ay, phi)
 
 
@@ -217,7 +227,7 @@ def deflections_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0):
 def hessian_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0):
     """Hessian ``(psi_xx, psi_xy, psi_yy)`` for ``q`` in ``[0.05, 0.99]`` (Shajib 2019)."""
     xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
-    hxx, hxy, hyy = _hessian_shajib(xp, yp, q, sigma, kappa0)
+    hxx, hxy, hyy = _hessian_shajib(xp, yp, q, _shajib_shape(q), sigma, kappa0)
     return _rotate_hessian(hxx, hxy, hyy, phi)
 
 

@@ -146,7 +146,8 @@ def register_numba_overloads() -> None:
 def _overload(op: Callable) -> None:
     from numba.extending import overload
 
-    overload(op)(_typer_for(op._numba_impl))
+    # inline at the numba IR level: an out-of-line call per op costs more than most ops
+    overload(op, inline="always")(_typer_for(op._numba_impl))
 
 
 def _typer_for(impl: Callable) -> Callable:

@@ -54,6 +54,10 @@ class Kernel:
         (a point exactly on the profile centre).
     dtype, input_dtype
         Output and input dtypes on the numba and numpy backends.
+    components
+        The number of trailing params that are arrays of components (the sigmas and peak
+        convergences of a multi-Gaussian expansion): ``point`` takes one component's scalars and
+        the kernel returns the sum over components, on every backend.
     atol_scale
         Optional function of the params giving the factor that multiplies ``tol.atol`` (the
         natural size of the outputs, e.g. ``kappa0 * sigma`` for a deflection), so that the
@@ -72,6 +76,7 @@ class Kernel:
     input_dtype: str = "float64"
     doc: str = ""
     atol_scale: Callable[..., float] | None = None
+    components: int = 0
     _built: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -123,6 +128,16 @@ class Kernel:
         return fn
 
     def _numpy_call(self, *args: Any) -> tuple[np.ndarray, ...]:
+        if not self.components:
+            return self._numpy_point(*args)
+        head, comps = args[: -self.components], args[-self.components :]
+        total = None
+        for values in zip(*comps, strict=True):
+            out = self._numpy_point(*head, *values)
+            total = out if total is None else tuple(t + o for t, o in zip(total, out, strict=True))
+        return total
+
+    def _numpy_point(self, *args: Any) -> tuple[np.ndarray, ...]:
         with np.errstate(all="ignore"):
             out = self.point(*args)  # type: ignore[misc]
         return (out,) if len(self.outputs) == 1 else tuple(out)
@@ -154,9 +169,10 @@ class Kernel:
 
 
 def _param(value: Any, dtype: str) -> Any:
-    # scalars become numpy scalars; array parameters become contiguous arrays for numba
+    # Scalars become numpy scalars; array parameters become writeable contiguous copies, since
+    # numba compiles a separate loop for read-only arrays (profiles store read-only ones).
     arr = np.asarray(value, dtype=dtype)
-    return arr[()] if arr.ndim == 0 else np.ascontiguousarray(arr)
+    return arr[()] if arr.ndim == 0 else np.array(arr, dtype=dtype, order="C")
 
 
 def register(kernel: Kernel) -> Kernel:
