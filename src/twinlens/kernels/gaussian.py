@@ -38,6 +38,7 @@ import numpy as np
 
 from twinlens.backend import jax_runtime
 from twinlens.kernels.domains import Arg, Domain
+from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
 from twinlens.kernels.faddeeva import make_complex, wofz
 from twinlens.kernels.geometry import from_profile_frame, to_profile_frame
 from twinlens.kernels.ops import (
@@ -54,7 +55,7 @@ from twinlens.kernels.ops import (
     sqrt,
     where,
 )
-from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.registry import Kernel, get, register
 from twinlens.kernels.tolerance import Tolerance
 
 # |e| below which the near-round quadrature replaces Shajib's formula (1 - q < 0.04): there the
@@ -308,7 +309,11 @@ def _near_round_sums_jax():
 
 
 _near_round_sums = make_op(
-    "_near_round_sums", _near_round_sums_loop, _near_round_sums_jax, _near_round_sums_loop
+    "_near_round_sums",
+    _near_round_sums_loop,
+    _near_round_sums_jax,
+    _near_round_sums_loop,
+    inline=False,  # a 40-node loop: inlining it only slows compilation
 )
 
 
@@ -408,7 +413,7 @@ def _potential_jax():
     return pot
 
 
-potential = make_op("potential", _potential_loop, _potential_jax, _potential_loop)
+potential = make_op("potential", _potential_loop, _potential_jax, _potential_loop, inline=False)
 potential.__doc__ = """Lensing potential, arcsec^2, zero at the centre (all ``q``).
 
 ``psi = kappa0 sigma^2 int_0^1 b h(u b) / sqrt(det P) du`` with ``b = theta.v / (2 sigma^2)`` and
@@ -450,7 +455,30 @@ def _hessian_scale(*params):
     return params[-1]  # kappa0
 
 
-def _register(name, point, params, outputs, tol=_TOL, scale=_deflection_scale):
+def numba_by_form(family: str, quantity: str):
+    """The numba implementation of a blended kernel (``deflections``, ``hessian``).
+
+    The blended point function exists for traced ellipticities, which only JAX has; on numba
+    every parameter is concrete, so the exact form is chosen here, statically, and its kernel
+    runs. Same math, and a far smaller program to compile than both forms fused by ``where``.
+    """
+
+    def run(x, y, centre_x, centre_y, e1, e2, *rest):
+        if e1 * e1 + e2 * e2 < E_SWITCH * E_SWITCH:
+            out = get(f"{family}.{quantity}_near_round")(
+                x, y, centre_x, centre_y, e1, e2, *rest, backend="numba"
+            )
+        else:
+            q, phi = axis_ratio_from_ellipticity(e1, e2)
+            out = get(f"{family}.{quantity}_elliptical")(
+                x, y, centre_x, centre_y, float(q), float(phi), *rest, backend="numba"
+            )
+        return out if isinstance(out, tuple) else (out,)
+
+    return run
+
+
+def _register(name, point, params, outputs, tol=_TOL, scale=_deflection_scale, impls=None):
     register(
         Kernel(
             name=f"gaussian.{name}",
@@ -462,6 +490,7 @@ def _register(name, point, params, outputs, tol=_TOL, scale=_deflection_scale):
             ties=_TIES,
             doc=point.__doc__ or "",
             atol_scale=scale,
+            impls=impls or {},
         )
     )
 
@@ -493,6 +522,20 @@ _register(
     "hessian_near_round", hessian_near_round, (*_C, *_ER, *_S), _H, _TOL_HESSIAN, _hessian_scale
 )
 _EA = (("e1", _E_ANY), ("e2", _E_ANY))
-_register("deflections", deflections, (*_C, *_EA, *_S), ("alpha_x", "alpha_y"))
-_register("hessian", hessian, (*_C, *_EA, *_S), _H, _TOL_HESSIAN, _hessian_scale)
+_register(
+    "deflections",
+    deflections,
+    (*_C, *_EA, *_S),
+    ("alpha_x", "alpha_y"),
+    impls={"numba": numba_by_form("gaussian", "deflections")},
+)
+_register(
+    "hessian",
+    hessian,
+    (*_C, *_EA, *_S),
+    _H,
+    _TOL_HESSIAN,
+    _hessian_scale,
+    impls={"numba": numba_by_form("gaussian", "hessian")},
+)
 _register("potential", potential, (*_C, *_EA, *_S), ("psi",), scale=lambda *p: p[-1] * p[-2] ** 2)

@@ -25,7 +25,7 @@ _SIGMAS = Arg("sigmas", gaussian._SIGMA, size=_N_COMPONENTS)
 _KAPPAS = Arg("kappas", gaussian._KAPPA0, size=_N_COMPONENTS)
 
 
-def _register(name, params, outputs, tol=gaussian._TOL, power=1):
+def _register(name, params, outputs, tol=gaussian._TOL, power=1, impls=None):
     single = getattr(gaussian, name)
     register(
         Kernel(
@@ -37,6 +37,7 @@ def _register(name, params, outputs, tol=gaussian._TOL, power=1):
             tol=tol,
             ties=gaussian._TIES,
             components=2,
+            impls=impls or {},
             # the absolute floor scales with sum_k |kappa_k| sigma_k^power (the components' sizes)
             atol_scale=lambda *p, power=power: float(np.sum(np.abs(p[-1]) * p[-2] ** power)),
             doc=f"Sum over components of gaussian.{name}: {single.__doc__ or ''}",
@@ -51,7 +52,17 @@ _register("convergence", (*_C, *_EA), ("kappa",), power=0)
 _register("deflections_spherical", _C, _A)
 _register("deflections_elliptical", (*_C, *_QP), _A)
 _register("deflections_near_round", (*_C, *_ER), _A)
-_register("deflections", (*_C, *_EA), _A)
+_register(
+    "deflections", (*_C, *_EA), _A, impls={"numba": gaussian.numba_by_form("mge", "deflections")}
+)
 _register("hessian_elliptical", (*_C, *_QP), _H, _T, power=0)
-_register("hessian", (*_C, *_EA), _H, _T, power=0)
+_register("hessian_near_round", (*_C, *_ER), _H, _T, power=0)
+_register(
+    "hessian",
+    (*_C, *_EA),
+    _H,
+    _T,
+    power=0,
+    impls={"numba": gaussian.numba_by_form("mge", "hessian")},
+)
 _register("potential", (*_C, *_EA), ("psi",), power=2)

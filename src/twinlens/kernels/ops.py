@@ -46,6 +46,7 @@ def make_op(
     np_fn: Callable,
     jax_fn: str | Callable[[], Callable],
     numba_impl: Callable,
+    inline: bool = True,
 ) -> Callable:
     """Define an op usable in one-source kernels.
 
@@ -61,6 +62,10 @@ def make_op(
     numba_impl
         A Python function of scalars that numba compiles as the op's overload (it may itself
         use other ops).
+    inline
+        Inline the op into its callers at numba's IR level (fast for small ops). Ops that hold
+        long loops (quadrature rules) are better called: their call costs nothing next to
+        their body, and inlining them makes compilation slow.
     """
 
     def op(*args: Any) -> Any:
@@ -71,6 +76,7 @@ def make_op(
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"``{name}`` on numpy arrays, JAX arrays or (inside numba) scalars."
     op._numba_impl = numba_impl  # type: ignore[attr-defined]
+    op._numba_inline = inline  # type: ignore[attr-defined]
     op.__module__ = getattr(numba_impl, "__module__", __name__)  # where the op is defined
     _ALL_OPS.append(op)
     if _numba_ready:
@@ -147,7 +153,7 @@ def _overload(op: Callable) -> None:
     from numba.extending import overload
 
     # inline at the numba IR level: an out-of-line call per op costs more than most ops
-    overload(op, inline="always")(_typer_for(op._numba_impl))
+    overload(op, inline="always" if op._numba_inline else "never")(_typer_for(op._numba_impl))
 
 
 def _typer_for(impl: Callable) -> Callable:
