@@ -96,12 +96,13 @@ def _jax_wofz():
 @cache
 def _numba_loop():
     from twinlens.kernels import faddeeva, ops
-    from twinlens.kernels.compile import _math_fingerprint
+    from twinlens.kernels.compile import compile_quietly, math_fingerprint
 
     numba_runtime.load()
     ops.register_numba_overloads()
     source = _LOOP_SOURCE.format(
-        fingerprint=_math_fingerprint(faddeeva.__name__),
+        fingerprint=math_fingerprint(faddeeva.__name__),
         cache=numba_runtime.cache_enabled(),
     )
-    return numba_runtime.import_generated("special_wofz", source).loop
+    loop = numba_runtime.import_generated("special_wofz", source).loop
+    return compile_quietly(loop, np.zeros(1, dtype=np.complex128))

@@ -1,13 +1,13 @@
 """Elliptical Gaussian convergence: the math, as plain functions of one point.
 
 Convention (shared with lenstronomy's ``GAUSSIAN_ELLIPSE_KAPPA``): in the profile frame, whose
-x' axis is the major axis at angle ``phi``,
+x' axis is the major axis at angle ``phi``::
 
     kappa = kappa0 * exp(-(q x'^2 + y'^2 / q) / (2 sigma^2)),
 
 so ``sigma`` is the dispersion along the intermediate axis (the circularised dispersion) and the
 total mass is ``2 pi kappa0 sigma^2`` whatever ``q``. In the sky frame, with ellipticity
-components ``(e1, e2)`` and ``E = [[e1, e2], [e2, -e1]]``, the quadratic form is
+components ``(e1, e2)`` and ``E = [[e1, e2], [e2, -e1]]``, the quadratic form is::
 
     q x'^2 + y'^2 / q = theta^T M theta,   M = ((1 + |e|^2) I - 2 E) / (1 - |e|^2),
 
@@ -22,9 +22,9 @@ Deflections come in three exact forms, each accurate where it is used:
   ``1 / (1 - q^2)`` in relative accuracy, so it is used only for ``|e| >= E_SWITCH`` (0.02).
 * ``*_near_round`` (``|e| < E_SWITCH``): the ellipsoid potential-theory integral
   ``alpha = int_0^1 kappa(u theta^T P^-1 theta) P^-1 theta / sqrt(det P) du`` with
-  ``P(u) = I + u (M^-1 - I)``, smooth in ``(e1, e2)`` and exact for every ``q``; its integrand is
-  ``exp(-a u)`` times a slowly varying factor near ``q = 1``, so after the substitution that
-  makes ``exp(-a u)`` linear it is integrated to float64 accuracy by a fixed Gauss-Legendre rule.
+  ``P(u) = I + u (M^-1 - I)``, smooth in ``(e1, e2)`` and exact for every ``q``; near ``q = 1``
+  its integrand is ``exp(-a u)``, ``a = r^2 / (2 sigma^2)``, times a slowly varying factor, so a
+  40-node Gauss-Legendre rule on ``[0, min(1, 38 / a)]`` integrates it to float64 accuracy.
 
 ``deflections`` (and ``hessian``) blend the last two with ``where``, for a traced ellipticity;
 profiles with concrete parameters call the single form that applies.

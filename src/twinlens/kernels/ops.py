@@ -127,7 +127,9 @@ imag = make_op("imag", np.imag, "jax.numpy.imag", lambda x: x.imag)
 conj = make_op("conj", np.conj, "jax.numpy.conj", lambda x: x.conjugate())
 erf = make_op("erf", sc.erf, "jax.scipy.special.erf", lambda x: math.erf(x))
 erfc = make_op("erfc", sc.erfc, "jax.scipy.special.erfc", lambda x: math.erfc(x))
-where = make_op("where", np.where, "jax.numpy.where", lambda c, a, b: a if c else b)
+# where is called, not inlined: numba's IR inliner mishandles its branch (a spurious internal
+# warning); LLVM inlines the call anyway, at no measured cost.
+where = make_op("where", np.where, "jax.numpy.where", lambda c, a, b: a if c else b, inline=False)
 # fmt: on
 
 OPS: tuple[Callable, ...] = (
