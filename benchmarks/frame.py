@@ -20,7 +20,9 @@ def main() -> None:
     for backend in ("numpy", "numba", "jax"):
         xs, ys = x, y
         if backend == "jax":
-            import jax.numpy as jnp
+            from twinlens.backend import jax_runtime
+
+            jnp = jax_runtime.load().numpy  # float64 on before the arrays are made
 
             xs, ys = jnp.asarray(x), jnp.asarray(y)
 

@@ -17,6 +17,7 @@ import numpy as np
 from timing import emit, first_call, median_time
 
 from twinlens import convert
+from twinlens.backend import jax_runtime
 from twinlens.mass import MGE, Gaussian
 
 GRID = np.linspace(-5.0, 5.0, 400)
@@ -50,6 +51,7 @@ def _autogalaxy(profile):
 
 
 def main() -> None:
+    jax_runtime.load()  # float64 on before any JAX array is made (they would be float32)
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()

@@ -111,3 +111,17 @@ def test_float32_is_opt_in():
     )
     assert _run_python(code, {"TWINLENS_JAX_X64": "0"}).stdout.strip() == "float32"
     assert _run_python(code).stdout.strip() == "float64"
+
+
+def test_float32_jax_inputs_made_before_float64_are_flagged():
+    code = (
+        "import warnings, numpy as np\n"
+        "import jax.numpy as jnp\n"
+        "x = jnp.linspace(0.0, 1.0, 5)  # made before twinlens switched float64 on\n"
+        "from twinlens.kernels import get\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    get('geometry.from_profile_frame')(x, x, 0.1)\n"
+        "print(x.dtype, any('float32' in str(m.message) for m in w))\n"
+    )
+    assert _run_python(code).stdout.split() == ["float32", "True"]

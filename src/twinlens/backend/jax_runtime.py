@@ -9,8 +9,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
 from types import ModuleType
+from typing import Any
 
 INSTALL_HINT = "pip install 'twinlens[jax]' (or 'twinlens[gpu]' for NVIDIA GPUs)"
 
@@ -55,3 +57,31 @@ def load() -> ModuleType:
     while _on_load:
         _on_load.pop(0)(jax)
     return jax
+
+
+_warned_float32 = False
+
+
+def check_precision(values: Sequence[Any]) -> None:
+    """Load JAX, and warn once if float32 JAX arrays arrive while float64 is on.
+
+    Arrays created with ``jax.numpy`` *before* float64 was switched on are float32 (JAX's
+    default), and the computation then runs in float32 whatever twinlens asks for. Create JAX
+    arrays after the first twinlens JAX call, or call :func:`load` (or set
+    ``JAX_ENABLE_X64=1``) before creating them.
+    """
+    global _warned_float32
+    jax = load()
+    if _warned_float32 or not x64_requested():
+        return
+    for v in values:
+        if isinstance(v, jax.Array) and v.dtype in (jax.numpy.float32, jax.numpy.complex64):
+            _warned_float32 = True
+            warnings.warn(
+                "a float32 JAX array was passed while twinlens runs JAX in float64, so this "
+                "call computes in float32 (about 1e-7 relative). It was probably created before "
+                "float64 was switched on: call twinlens.backend.jax_runtime.load() (or set "
+                "JAX_ENABLE_X64=1) before creating JAX arrays",
+                stacklevel=3,
+            )
+            return

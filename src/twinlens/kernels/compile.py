@@ -175,11 +175,19 @@ def jax_function(kernel: Kernel) -> Callable[..., Any]:
     def run(*args: Any) -> tuple:
         shape = jnp.broadcast_shapes(*(jnp.shape(a) for a in args[:n_in]))
         if n_comp:
-            # vmap over the components and sum: one component's worth of traced program,
-            # where a Python loop would be unrolled once per component
+            # a scan over the components, accumulating: one component's worth of traced
+            # program (a Python loop would unroll once per component), and one component's
+            # intermediates in memory at a time (vmap would hold all of them: 3.7x slower on W2)
             head = args[:-n_comp]
-            out = jax.vmap(lambda *c: evaluate(*head, *c))(*args[-n_comp:])
-            out = tuple(o.sum(axis=0) for o in out)
+
+            def step(total, comp):
+                out = evaluate(*head, *comp)
+                return tuple(t + o for t, o in zip(total, out, strict=True)), None
+
+            zero = tuple(
+                jnp.zeros(shape, dtype=jnp.result_type(float, *args)) for _ in kernel.outputs
+            )
+            out, _ = jax.lax.scan(step, zero, args[-n_comp:])
         else:
             out = evaluate(*args)
         return tuple(jnp.broadcast_to(o, shape) for o in out)

@@ -153,7 +153,7 @@ class Kernel:
             raise TypeError(f"{self.name}({names}) takes {n_in + n_par} arguments, got {len(args)}")
         backend = resolve_backend(backend, *args)
         if backend == "jax":
-            jax_runtime.load()
+            jax_runtime.check_precision(args)
             out = self.implementation("jax")(*args)
         else:
             ins = np.broadcast_arrays(*(np.asarray(a, dtype=self.input_dtype) for a in args[:n_in]))
