@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from twinlens.backend import array_module, resolve_backend
 from twinlens.backend.concrete import is_concrete
 from twinlens.fields import ValueIdentity
+from twinlens.kernels.ellipticity import ellipticity_from_axis_ratio
+from twinlens.profiles.checks import check_axis_ratio
 
 
 def _numbers(obj: ValueIdentity) -> list:
@@ -41,6 +44,14 @@ class MassProfile(ValueIdentity):
     is a JAX array or tracer, else the process default). Subclasses implement ``_convergence``,
     ``_deflections``, ``_hessian`` and ``_potential`` on coordinate arrays.
     """
+
+    @classmethod
+    def from_axis_ratio(cls, *args: Any, q: float = 1.0, angle: float = 0.0, **kwargs: Any) -> Any:
+        """Build a profile with an ``ell_comps`` field from axis ratio ``q`` in (0, 1] and the
+        major axis' angle in degrees, counter-clockwise from +x; other arguments pass through."""
+        check_axis_ratio(cls.__name__, q)
+        e1, e2 = ellipticity_from_axis_ratio(q, math.radians(angle))
+        return cls(*args, ell_comps=(float(e1), float(e2)), **kwargs)
 
     def _backend(self, xy: Any, backend: str | None) -> str:
         return resolve_backend(backend, getattr(xy, "xy", xy), *_numbers(self))

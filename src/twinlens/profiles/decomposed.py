@@ -18,7 +18,7 @@ from twinlens.fields import static_field
 from twinlens.kernels import gauss_decomposition as gd
 from twinlens.profiles.base import MassProfile, _numbers, all_concrete
 from twinlens.profiles.checks import check_ellipticity, check_finite, check_pair, check_positive
-from twinlens.profiles.gaussian import MGE, _ell_comps
+from twinlens.profiles.gaussian import MGE
 
 
 @functools.lru_cache(maxsize=512)
@@ -54,10 +54,14 @@ class _Decomposed(MassProfile):
     def _potential(self, x, y, backend):
         return self.mge()._potential(x, y, backend)
 
-    @classmethod
-    def from_axis_ratio(cls, q: float = 1.0, angle: float = 0.0, **kwargs: Any) -> Any:
-        """Build from axis ratio ``q`` in (0, 1] and major-axis angle in degrees (CCW from +x)."""
-        return cls(ell_comps=_ell_comps(q, angle, cls.__name__), **kwargs)
+    def _check_shape(self) -> None:
+        check_pair(self, "centre", self.centre)  # type: ignore[attr-defined]
+        check_ellipticity(self, "ell_comps", self.ell_comps)  # type: ignore[attr-defined]
+
+    def _check_halo(self) -> None:
+        self._check_shape()
+        check_finite(self, "rho_s", self.rho_s)  # type: ignore[attr-defined]
+        check_positive(self, "r_s", self.r_s)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,8 +97,7 @@ class SersicMass(_Decomposed):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_pair(self, "centre", self.centre)
-        check_ellipticity(self, "ell_comps", self.ell_comps)
+        self._check_shape()
         check_positive(self, "effective_radius", self.effective_radius)
         check_finite(self, "sersic_index", self.sersic_index)
         if all_concrete(self.sersic_index) and not self.sersic_index >= 0.5:
@@ -139,10 +142,7 @@ class GNFW(_Decomposed):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_pair(self, "centre", self.centre)
-        check_ellipticity(self, "ell_comps", self.ell_comps)
-        check_finite(self, "rho_s", self.rho_s)
-        check_positive(self, "r_s", self.r_s)
+        self._check_halo()
         check_finite(self, "gamma", self.gamma)
         if all_concrete(self.gamma) and not 0.0 <= self.gamma < 3.0:
             raise ValueError(f"GNFW.gamma must be in [0, 3), got {self.gamma}")
@@ -181,10 +181,7 @@ class CoredNFW(_Decomposed):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_pair(self, "centre", self.centre)
-        check_ellipticity(self, "ell_comps", self.ell_comps)
-        check_finite(self, "rho_s", self.rho_s)
-        check_positive(self, "r_s", self.r_s)
+        self._check_halo()
         check_positive(self, "r_c", self.r_c)
 
     def _decompose(self):

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity, ellipticity_from_axis_ratio
+from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
 from twinlens.kernels.gaussian import E_SWITCH
 from twinlens.kernels.registry import get
 from twinlens.profiles.base import MassProfile, ellipse_form
 from twinlens.profiles.checks import (
-    check_axis_ratio,
     check_ellipticity,
     check_finite,
     check_pair,
@@ -26,14 +24,48 @@ def _q_phi(ell_comps: tuple) -> tuple[float, float]:
     return float(q), float(phi)
 
 
-def _ell_comps(q: float, angle: float, owner: str) -> tuple[float, float]:
-    check_axis_ratio(owner, q)
-    e1, e2 = ellipticity_from_axis_ratio(q, math.radians(angle))
-    return float(e1), float(e2)
+class _GaussianFamily(MassProfile):
+    """What Gaussian and MGE share: the choice of exact form and the kernel calls.
+
+    Subclasses set ``_family`` (the kernel module) and ``_amplitudes()`` (their
+    ``(sigma, kappa0)`` or ``(sigmas, kappas)``).
+    """
+
+    _family = ""
+
+    def _amplitudes(self) -> tuple:
+        raise NotImplementedError
+
+    def _form(self) -> str:
+        return ellipse_form(*self.ell_comps, E_SWITCH)  # type: ignore[attr-defined]
+
+    def _args(self, form: str) -> tuple:
+        # the kernel parameters for one form: centre, shape, then the amplitudes
+        ell = self.ell_comps  # type: ignore[attr-defined]
+        shape = () if form == "spherical" else _q_phi(ell) if form == "elliptical" else ell
+        return (*self.centre, *shape, *self._amplitudes())  # type: ignore[attr-defined]
+
+    def _call(self, quantity: str, form: str, x: Any, y: Any, backend: str) -> Any:
+        suffix = "" if form == "traced" else f"_{form}"
+        return get(f"{self._family}.{quantity}{suffix}")(x, y, *self._args(form), backend=backend)
+
+    def _convergence(self, x, y, backend):
+        return self._call("convergence", "traced", x, y, backend)
+
+    def _deflections(self, x, y, backend):
+        return self._call("deflections", self._form(), x, y, backend)
+
+    def _hessian(self, x, y, backend):
+        # the near-round form (exact at e = 0 too) serves round profiles
+        form = {"spherical": "near_round"}.get(self._form(), self._form())
+        return self._call("hessian", form, x, y, backend)
+
+    def _potential(self, x, y, backend):
+        return self._call("potential", "traced", x, y, backend)
 
 
 @dataclass(frozen=True, eq=False)
-class Gaussian(MassProfile):
+class Gaussian(_GaussianFamily):
     """Elliptical Gaussian convergence.
 
     ``kappa = mass_to_light_ratio * intensity * exp(-(q x'^2 + y'^2 / q) / (2 sigma^2))`` in the
@@ -68,53 +100,19 @@ class Gaussian(MassProfile):
         check_finite(self, "intensity", self.intensity)
         check_finite(self, "mass_to_light_ratio", self.mass_to_light_ratio)
 
-    @classmethod
-    def from_axis_ratio(cls, q: float = 1.0, angle: float = 0.0, **kwargs: Any) -> Gaussian:
-        """Build from axis ratio ``q`` in (0, 1] and major-axis angle in degrees (CCW from +x)."""
-        return cls(ell_comps=_ell_comps(q, angle, cls.__name__), **kwargs)
+    _family = "gaussian"
 
     @property
     def kappa0(self) -> Any:
         """Peak convergence."""
         return self.mass_to_light_ratio * self.intensity
 
-    def _form(self) -> str:
-        return ellipse_form(*self.ell_comps, E_SWITCH)
-
-    def _args(self, form: str) -> tuple:
-        # the kernel parameters for one form: centre, shape, then (sigma, kappa0)
-        if form == "spherical":
-            shape: tuple = ()
-        elif form == "elliptical":
-            shape = _q_phi(self.ell_comps)
-        else:
-            shape = self.ell_comps
-        return (*self.centre, *shape, self.sigma, self.kappa0)
-
-    def _run(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
-        form = self._form()
-        name = f"gaussian.{quantity}" if form == "traced" else f"gaussian.{quantity}_{form}"
-        return get(name)(x, y, *self._args(form), backend=backend)
-
-    def _convergence(self, x, y, backend):
-        return get("gaussian.convergence")(x, y, *self._args("traced"), backend=backend)
-
-    def _deflections(self, x, y, backend):
-        return self._run("deflections", x, y, backend)
-
-    def _hessian(self, x, y, backend):
-        form = self._form()
-        if form == "near_round":  # one kernel serves near-round and traced ellipticities
-            form = "traced"
-        name = "gaussian.hessian" if form == "traced" else f"gaussian.hessian_{form}"
-        return get(name)(x, y, *self._args(form), backend=backend)
-
-    def _potential(self, x, y, backend):
-        return get("gaussian.potential")(x, y, *self._args("traced"), backend=backend)
+    def _amplitudes(self) -> tuple:
+        return self.sigma, self.kappa0
 
 
 @dataclass(frozen=True, eq=False)
-class MGE(MassProfile):
+class MGE(_GaussianFamily):
     """A multi-Gaussian expansion: concentric elliptical Gaussians sharing centre and
     ellipticity, linear in one mass-to-light ratio (the lens light as mass).
 
@@ -153,41 +151,12 @@ class MGE(MassProfile):
                 f"{n_s} and {n_i}"
             )
 
-    @classmethod
-    def from_axis_ratio(cls, sigmas: Any, intensities: Any, q: float = 1.0, angle: float = 0.0,
-                        **kwargs: Any) -> MGE:  # fmt: skip
-        """Build from axis ratio ``q`` in (0, 1] and major-axis angle in degrees (CCW from +x)."""
-        return cls(sigmas, intensities, ell_comps=_ell_comps(q, angle, cls.__name__), **kwargs)
+    _family = "mge"
 
     @property
     def kappas(self) -> Any:
         """Peak convergence of each component."""
         return self.mass_to_light_ratio * self.intensities
 
-    def _form(self) -> str:
-        return ellipse_form(*self.ell_comps, E_SWITCH)
-
-    def _args(self, form: str) -> tuple:
-        if form == "spherical":
-            shape: tuple = ()
-        elif form == "elliptical":
-            shape = _q_phi(self.ell_comps)
-        else:
-            shape = self.ell_comps
-        return (*self.centre, *shape, self.sigmas, self.kappas)
-
-    def _convergence(self, x, y, backend):
-        return get("mge.convergence")(x, y, *self._args("traced"), backend=backend)
-
-    def _deflections(self, x, y, backend):
-        form = self._form()
-        name = "mge.deflections" if form == "traced" else f"mge.deflections_{form}"
-        return get(name)(x, y, *self._args(form), backend=backend)
-
-    def _hessian(self, x, y, backend):
-        form = "elliptical" if self._form() == "elliptical" else "traced"
-        name = "mge.hessian_elliptical" if form == "elliptical" else "mge.hessian"
-        return get(name)(x, y, *self._args(form), backend=backend)
-
-    def _potential(self, x, y, backend):
-        return get("mge.potential")(x, y, *self._args("traced"), backend=backend)
+    def _amplitudes(self) -> tuple:
+        return self.sigmas, self.kappas
