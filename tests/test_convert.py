@@ -102,3 +102,12 @@ def test_unknown_names_and_missing_keys_explain_themselves():
 def test_worked_example_in_the_docstring_runs():
     result = doctest.testmod(convert, verbose=False)
     assert result.attempted >= 3 and result.failed == 0
+
+
+def test_bad_inputs_are_named_before_any_conversion():
+    with pytest.raises(ValueError, match="autogalaxy Gaussian: ell_comps must satisfy"):
+        convert.from_autogalaxy("Gaussian", {"ell_comps": (0.0, 1.2)})
+    with pytest.raises(ValueError, match="GAUSSIAN_ELLIPSE_KAPPA: sigma must be > 0"):
+        convert.from_lenstronomy(
+            "GAUSSIAN_ELLIPSE_KAPPA", {"amp": 1.0, "sigma": 0.0, "e1": 0.0, "e2": 0.0}
+        )

@@ -236,3 +236,36 @@ def test_bad_axis_ratio_and_mge_shapes():
         MGE(np.array([1.0, -1.0]), np.ones(2))
     with pytest.raises(ValueError, match=r"xy must have shape \(..., 2\)"):
         Gaussian().deflections(np.ones((4, 3)))
+
+
+def test_mge_accepts_lists_and_from_axis_ratio_traces():
+    m = MGE([0.5, 1.0], [1.0, 2.0])
+    assert m == MGE(np.array([0.5, 1.0]), np.array([1.0, 2.0]))
+    assert np.all(np.isfinite(m.deflections(GRID)))
+
+    def alpha(q):
+        return Gaussian.from_axis_ratio(q=q, angle=20.0, sigma=0.5).deflections(GRID[:1])[0, 0]
+
+    eps = 1e-6
+    fd = (float(alpha(0.7 + eps)) - float(alpha(0.7 - eps))) / (2 * eps)
+    assert float(jax.grad(alpha)(0.7)) == pytest.approx(fd, rel=1e-6)
+
+
+def test_magnification_and_shear_from_the_hessian_closed_form():
+    # round Gaussian: psi_xx etc. in closed form; magnification and shear follow by hand
+    g = Gaussian(sigma=0.7, intensity=1.5)
+    pts = GRID[np.any(GRID != 0, axis=1)]  # the closed form below is 0/0 at the centre
+    x, y = pts[:, 0], pts[:, 1]
+    s = (x * x + y * y) / (2 * 0.7**2)
+    f = -np.expm1(-s) / s  # alpha = kappa0 theta f(s); d f / d s = (e^-s - f) / s
+    df = (np.exp(-s) - f) / s / 0.7**2
+    h = 1.5 * np.array([[f + x * x * df, x * y * df], [x * y * df, f + y * y * df]])
+    h = np.moveaxis(h, -1, 0)
+    mu = 1 / ((1 - h[:, 0, 0]) * (1 - h[:, 1, 1]) - h[:, 0, 1] ** 2)
+    np.testing.assert_allclose(g.magnification(pts, backend="numba"), mu, rtol=1e-12)
+    np.testing.assert_allclose(
+        g.shear(pts, backend="jax"),
+        np.stack([0.5 * (h[:, 0, 0] - h[:, 1, 1]), h[:, 0, 1]], axis=-1),
+        rtol=1e-11,
+        atol=1e-14,
+    )

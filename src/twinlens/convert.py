@@ -17,7 +17,9 @@ autogalaxy (``from_autogalaxy(name, kwargs)`` / ``to_autogalaxy(profile)``, name
     ``centre`` is ``(y, x)``; ``ell_comps`` is ``(e2, e1)`` in our order (autogalaxy puts the
     ``sin 2 phi`` component first); its ellipse is ``q^2 x'^2 + y'^2`` with dispersion
     ``sigma_ag``, so ``sigma_ag = sigma * sqrt(q)``; ``intensity`` and ``mass_to_light_ratio``
-    are the same (peak convergence ``mass_to_light_ratio * intensity``).
+    are the same (peak convergence ``mass_to_light_ratio * intensity``). autogalaxy clamps its
+    axis ratio at 0.9999 (on every path), so for ``|e| < 5e-5`` autogalaxy's own evaluation of
+    the converted profile is not exactly this one.
 
 Worked example::
 
@@ -51,10 +53,26 @@ def _require(name: str, kwargs: Mapping, keys: tuple[str, ...]) -> None:
         raise KeyError(f"{name} needs {', '.join(keys)}; missing {', '.join(missing)}")
 
 
+def _check_inputs(source: str, sigma: Any, e1: float, e2: float, ell_key: str) -> None:
+    # checked before any conversion divides by sigma or takes sqrt(q), naming the source's keys
+    if not np.all(np.asarray(sigma, dtype=float) > 0):
+        raise ValueError(f"{source}: sigma must be > 0, got {sigma!r}")
+    if not math.hypot(e1, e2) < 1.0:
+        raise ValueError(f"{source}: {ell_key} must satisfy e1^2 + e2^2 < 1, got {(e1, e2)!r}")
+
+
 def from_lenstronomy(name: str, kwargs: Mapping[str, Any]) -> MassProfile:
     """Our profile equal to lenstronomy's profile ``name`` with keyword arguments ``kwargs``."""
-    if name == "GAUSSIAN_ELLIPSE_KAPPA":
+    if name in ("GAUSSIAN_ELLIPSE_KAPPA", "MULTI_GAUSSIAN_ELLIPSE_KAPPA"):
         _require(name, kwargs, ("amp", "sigma", "e1", "e2"))
+        _check_inputs(
+            f"lenstronomy {name}",
+            kwargs["sigma"],
+            float(kwargs["e1"]),
+            float(kwargs["e2"]),
+            "e1, e2",
+        )
+    if name == "GAUSSIAN_ELLIPSE_KAPPA":
         sigma = float(kwargs["sigma"])
         return Gaussian(
             centre=(float(kwargs.get("center_x", 0.0)), float(kwargs.get("center_y", 0.0))),
@@ -63,7 +81,6 @@ def from_lenstronomy(name: str, kwargs: Mapping[str, Any]) -> MassProfile:
             intensity=float(kwargs["amp"]) / (_TWO_PI * sigma**2),
         )
     if name == "MULTI_GAUSSIAN_ELLIPSE_KAPPA":
-        _require(name, kwargs, ("amp", "sigma", "e1", "e2"))
         sigmas = np.asarray(kwargs["sigma"], dtype=float)
         amps = np.asarray(kwargs["amp"], dtype=float) * float(kwargs.get("scale_factor", 1.0))
         return MGE(
@@ -112,6 +129,7 @@ def from_autogalaxy(name: str, kwargs: Mapping[str, Any]) -> MassProfile:
     if name == "Gaussian":
         centre_y, centre_x = (float(c) for c in kwargs.get("centre", (0.0, 0.0)))
         ell_y, ell_x = (float(e) for e in kwargs.get("ell_comps", (0.0, 0.0)))
+        _check_inputs("autogalaxy Gaussian", kwargs.get("sigma", 1.0), ell_x, ell_y, "ell_comps")
         return Gaussian(
             centre=(centre_x, centre_y),
             ell_comps=(ell_x, ell_y),

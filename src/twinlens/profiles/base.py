@@ -9,6 +9,7 @@ from typing import Any
 from twinlens.backend import array_module, resolve_backend
 from twinlens.backend.concrete import is_concrete
 from twinlens.fields import ValueIdentity
+from twinlens.kernels import lensing
 from twinlens.kernels.ellipticity import ellipticity_from_axis_ratio
 from twinlens.profiles.checks import check_axis_ratio
 
@@ -50,8 +51,10 @@ class MassProfile(ValueIdentity):
         """Build a profile with an ``ell_comps`` field from axis ratio ``q`` in (0, 1] and the
         major axis' angle in degrees, counter-clockwise from +x; other arguments pass through."""
         check_axis_ratio(cls.__name__, q)
-        e1, e2 = ellipticity_from_axis_ratio(q, math.radians(angle))
-        return cls(*args, ell_comps=(float(e1), float(e2)), **kwargs)
+        e1, e2 = ellipticity_from_axis_ratio(q, angle * (math.pi / 180.0))
+        if all_concrete(e1, e2):  # Python floats, so the profile's key is stable
+            e1, e2 = float(e1), float(e2)
+        return cls(*args, ell_comps=(e1, e2), **kwargs)
 
     def _backend(self, xy: Any, backend: str | None) -> str:
         return resolve_backend(backend, getattr(xy, "xy", xy), *_numbers(self))
@@ -86,14 +89,15 @@ class MassProfile(ValueIdentity):
     def magnification(self, xy: Any, backend: str | None = None) -> Any:
         """Signed magnification ``1 / det(I - H)``."""
         h = self.hessian(xy, backend)
-        return 1.0 / ((1.0 - h[..., 0, 0]) * (1.0 - h[..., 1, 1]) - h[..., 0, 1] ** 2)
+        return lensing.magnification(h[..., 0, 0], h[..., 0, 1], h[..., 1, 1])
 
     def shear(self, xy: Any, backend: str | None = None) -> Any:
         """Shear ``(..., 2)`` as ``(gamma_1, gamma_2) = ((psi_xx - psi_yy) / 2, psi_xy)``."""
         b = self._backend(xy, backend)
         h = self.hessian(xy, b)
-        xp = array_module(b)
-        return xp.stack([0.5 * (h[..., 0, 0] - h[..., 1, 1]), h[..., 0, 1]], axis=-1)
+        return array_module(b).stack(
+            lensing.shear(h[..., 0, 0], h[..., 0, 1], h[..., 1, 1]), axis=-1
+        )
 
     # subclasses ---------------------------------------------------------------------------
 

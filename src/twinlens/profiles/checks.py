@@ -50,7 +50,7 @@ def check_ellipticity(owner: object, field: str, value: Any) -> None:
         )
 
 
-def check_axis_ratio(owner: str, q: float) -> None:
-    """An axis ratio must lie in (0, 1]."""
-    if not 0.0 < q <= 1.0:
+def check_axis_ratio(owner: str, q: Any) -> None:
+    """An axis ratio must lie in (0, 1] (checked when concrete)."""
+    if is_concrete(q) and not 0.0 < float(q) <= 1.0:
         raise ValueError(f"{owner}: axis ratio q must be in (0, 1], got {q!r}")

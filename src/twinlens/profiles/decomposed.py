@@ -57,6 +57,9 @@ class _Decomposed(MassProfile):
     def _check_shape(self) -> None:
         check_pair(self, "centre", self.centre)  # type: ignore[attr-defined]
         check_ellipticity(self, "ell_comps", self.ell_comps)  # type: ignore[attr-defined]
+        n = self.n_gaussians  # type: ignore[attr-defined]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+            raise ValueError(f"{type(self).__name__}.n_gaussians must be an int >= 2, got {n!r}")
 
     def _check_halo(self) -> None:
         self._check_shape()

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from twinlens.fields import canonical
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
 from twinlens.kernels.gaussian import E_SWITCH
 from twinlens.kernels.registry import get
@@ -139,6 +140,10 @@ class MGE(_GaussianFamily):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        for name in ("sigmas", "intensities"):  # lists and tuples become float arrays
+            value = getattr(self, name)
+            if isinstance(value, tuple):
+                object.__setattr__(self, name, canonical(np.asarray(value, dtype=float)))
         check_pair(self, "centre", self.centre)
         check_ellipticity(self, "ell_comps", self.ell_comps)
         check_positive(self, "sigmas", self.sigmas)

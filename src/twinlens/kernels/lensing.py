@@ -1,0 +1,13 @@
+"""Lensing quantities that follow from the hessian of the potential, for any profile."""
+
+from __future__ import annotations
+
+
+def magnification(psi_xx, psi_xy, psi_yy):
+    """Signed magnification ``1 / det(I - H)`` from the hessian components."""
+    return 1.0 / ((1.0 - psi_xx) * (1.0 - psi_yy) - psi_xy * psi_xy)
+
+
+def shear(psi_xx, psi_xy, psi_yy):
+    """Shear components ``(gamma_1, gamma_2) = ((psi_xx - psi_yy) / 2, psi_xy)``."""
+    return 0.5 * (psi_xx - psi_yy), psi_xy
