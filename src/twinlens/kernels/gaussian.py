@@ -237,27 +237,45 @@ def hessian_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0):
 
 
 @pointwise
-def _near_round_setup(dx, dy, e1, e2, sigma):
-    # Quantities shared by every quadrature node. For small |e| the integrand is exp(-a u) times
-    # a slowly varying factor, a = r^2 / (2 sigma^2); beyond u = _U_CUT / a it is below
-    # exp(-_U_CUT) of its start, so the rule runs over [0, top], top = min(1, _U_CUT / a)
-    # (exp(-38 s) on [0, 1] is integrated to 1e-15 by 40 Gauss-Legendre nodes).
+def is_near_round(e1, e2):
+    """True where ``|e| < E_SWITCH``: the near-round form applies (the one home of the switch)."""
+    return e1 * e1 + e2 * e2 < E_SWITCH * E_SWITCH
+
+
+@pointwise
+def _homoeoid_setup(dx, dy, e1, e2, sigma):
+    # What every node of the homoeoid integrals shares: |e|^2, 2 / (1 - |e|^2), 1 / (2 sigma^2)
+    # and E theta, with E = [[e1, e2], [e2, -e1]].
     ee = e1 * e1 + e2 * e2
-    c2 = 2.0 / (1.0 - ee)
-    inv_2s2 = 0.5 / (sigma * sigma)
+    return ee, 2.0 / (1.0 - ee), 0.5 / (sigma * sigma), e1 * dx + e2 * dy, e2 * dx - e1 * dy
+
+
+@pointwise
+def _homoeoid_matrix(ee, c2, u):
+    # P(u) = g I + cu E and det P, for P(u) = I + u (M^-1 - I).
+    cu = c2 * u
+    g = 1.0 + cu * ee
+    return cu, g, g * g - cu * cu * ee
+
+
+@pointwise
+def _near_round_setup(dx, dy, e1, e2, sigma):
+    # For small |e| the integrand is exp(-a u) times a slowly varying factor,
+    # a = r^2 / (2 sigma^2); beyond u = _U_CUT / a it is below exp(-_U_CUT) of its start, so
+    # the rule runs over [0, top], top = min(1, _U_CUT / a) (exp(-38 s) on [0, 1] is integrated
+    # to 1e-15 by 40 Gauss-Legendre nodes).
+    ee, c2, inv_2s2, ex, ey = _homoeoid_setup(dx, dy, e1, e2, sigma)
     a = (dx * dx + dy * dy) * inv_2s2
     far = a > _U_CUT
     top = where(far, _U_CUT / where(far, a, 1.0), 1.0)
-    return ee, c2, inv_2s2, top, e1 * dx + e2 * dy, e2 * dx - e1 * dy
+    return ee, c2, inv_2s2, top, ex, ey
 
 
 @pointwise
 def _near_round_node(dx, dy, e1, e2, ee, c2, inv_2s2, ex, ey, u):
     # The integrands at one node u: w(u) v and w(u) (Pinv - u v v^T / sigma^2), with
     # v = P(u)^-1 theta, P(u) = g I + cu E, w(u) = exp(-u theta.v / (2 sigma^2)) / sqrt(det P).
-    cu = c2 * u
-    g = 1.0 + cu * ee
-    det = g * g - cu * cu * ee
+    cu, g, det = _homoeoid_matrix(ee, c2, u)
     vx = (g * dx - cu * ex) / det
     vy = (g * dy - cu * ey) / det
     w = exp(-u * inv_2s2 * (dx * vx + dy * vy)) / sqrt(det)
@@ -339,8 +357,7 @@ def hessian_near_round(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
 def _branch_parameters(e1, e2):
     # The near-round flag, and (q, phi) for Shajib's branch with a harmless stand-in ellipticity
     # where that branch is not selected, so neither value nor gradient can become NaN there.
-    ee = e1 * e1 + e2 * e2
-    near = ee < E_SWITCH * E_SWITCH
+    near = is_near_round(e1, e2)
     f1 = where(near, 0.5, e1)
     f2 = where(near, 0.0, e2)
     e = sqrt(f1 * f1 + f2 * f2)
@@ -369,19 +386,15 @@ def hessian(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
 @pointwise
 def _potential_node(dx, dy, ee, c2, inv_2s2, ex, ey, r2, tet, u):
     # b h(u b) / sqrt(det P) at one node, b = theta.v / (2 sigma^2), h(s) = (1 - e^-s) / s.
-    cu = c2 * u
-    g = 1.0 + cu * ee
-    det = g * g - cu * cu * ee
+    cu, g, det = _homoeoid_matrix(ee, c2, u)
     b = (g * r2 - cu * tet) / det * inv_2s2
     return b * one_minus_exp_ratio(u * b) / sqrt(det)
 
 
 @pointwise
 def _potential_setup(dx, dy, e1, e2, sigma):
-    ee = e1 * e1 + e2 * e2
-    ex = e1 * dx + e2 * dy
-    ey = e2 * dx - e1 * dy
-    return ee, 2.0 / (1.0 - ee), 0.5 / (sigma * sigma), ex, ey, dx * dx + dy * dy, dx * ex + dy * ey
+    ee, c2, inv_2s2, ex, ey = _homoeoid_setup(dx, dy, e1, e2, sigma)
+    return ee, c2, inv_2s2, ex, ey, dx * dx + dy * dy, dx * ex + dy * ey
 
 
 def _potential_loop(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
@@ -464,7 +477,7 @@ def numba_by_form(family: str, quantity: str):
     """
 
     def run(x, y, centre_x, centre_y, e1, e2, *rest):
-        if e1 * e1 + e2 * e2 < E_SWITCH * E_SWITCH:
+        if is_near_round(e1, e2):
             out = get(f"{family}.{quantity}_near_round")(
                 x, y, centre_x, centre_y, e1, e2, *rest, backend="numba"
             )

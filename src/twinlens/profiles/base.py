@@ -11,6 +11,7 @@ from twinlens.backend.concrete import is_concrete
 from twinlens.fields import ValueIdentity
 from twinlens.kernels import lensing
 from twinlens.kernels.ellipticity import ellipticity_from_axis_ratio
+from twinlens.kernels.gaussian import is_near_round
 from twinlens.profiles.checks import check_axis_ratio
 
 
@@ -114,12 +115,12 @@ class MassProfile(ValueIdentity):
         raise NotImplementedError
 
 
-def ellipse_form(e1: Any, e2: Any, switch: float) -> str:
-    """Which exact form applies: ``spherical`` (e = 0), ``near_round`` (|e| < switch),
-    ``elliptical``, or ``traced`` (the ellipticity is not known until run time)."""
+def ellipse_form(e1: Any, e2: Any) -> str:
+    """Which exact form of the Gaussian kernels applies: ``spherical`` (e = 0), ``near_round``
+    (:func:`twinlens.kernels.gaussian.is_near_round`), ``elliptical``, or ``traced`` (the
+    ellipticity is not known until run time)."""
     if not all_concrete(e1, e2):
         return "traced"
-    ee = float(e1) ** 2 + float(e2) ** 2
-    if ee == 0.0:
+    if float(e1) == 0.0 and float(e2) == 0.0:
         return "spherical"
-    return "near_round" if ee < switch * switch else "elliptical"
+    return "near_round" if is_near_round(float(e1), float(e2)) else "elliptical"

@@ -9,7 +9,6 @@ import numpy as np
 
 from twinlens.fields import canonical
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
-from twinlens.kernels.gaussian import E_SWITCH
 from twinlens.kernels.registry import get
 from twinlens.profiles.base import MassProfile, ellipse_form
 from twinlens.profiles.checks import (
@@ -38,7 +37,7 @@ class _GaussianFamily(MassProfile):
         raise NotImplementedError
 
     def _form(self) -> str:
-        return ellipse_form(*self.ell_comps, E_SWITCH)  # type: ignore[attr-defined]
+        return ellipse_form(*self.ell_comps)  # type: ignore[attr-defined]
 
     def _args(self, form: str) -> tuple:
         # the kernel parameters for one form: centre, shape, then the amplitudes
