@@ -61,11 +61,6 @@ class _Decomposed(MassProfile):
         if isinstance(n, bool) or not isinstance(n, int) or n < 2:
             raise ValueError(f"{type(self).__name__}.n_gaussians must be an int >= 2, got {n!r}")
 
-    def _check_halo(self) -> None:
-        self._check_shape()
-        check_finite(self, "rho_s", self.rho_s)  # type: ignore[attr-defined]
-        check_positive(self, "r_s", self.r_s)  # type: ignore[attr-defined]
-
 
 @dataclass(frozen=True, eq=False)
 class SersicMass(_Decomposed):
@@ -116,7 +111,25 @@ class SersicMass(_Decomposed):
 
 
 @dataclass(frozen=True, eq=False)
-class GNFW(_Decomposed):
+class _Halo(_Decomposed):
+    """The fields and checks every decomposed halo shares (``n_gaussians`` is keyword-only,
+    so each halo's own parameter follows ``r_s`` in positional order)."""
+
+    centre: tuple[float, float] = (0.0, 0.0)
+    ell_comps: tuple[float, float] = (0.0, 0.0)
+    rho_s: float = 0.1
+    r_s: float = 10.0
+    n_gaussians: int = static_field(default=gd.NFW_DEFAULTS["n_sigma"], kw_only=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_shape()
+        check_finite(self, "rho_s", self.rho_s)
+        check_positive(self, "r_s", self.r_s)
+
+
+@dataclass(frozen=True, eq=False)
+class GNFW(_Halo):
     """Generalised NFW halo with a free inner slope, projected, elliptical in projection.
 
     3D density ``rho(r) = rho_s / ((r / r_s)^gamma (1 + r / r_s)^(3 - gamma))`` with ``rho_s``
@@ -136,16 +149,10 @@ class GNFW(_Decomposed):
         Gaussians in the decomposition (static; default 45: deflections within 1e-6).
     """
 
-    centre: tuple[float, float] = (0.0, 0.0)
-    ell_comps: tuple[float, float] = (0.0, 0.0)
-    rho_s: float = 0.1
-    r_s: float = 10.0
     gamma: float = 1.0
-    n_gaussians: int = static_field(default=gd.NFW_DEFAULTS["n_sigma"])
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._check_halo()
         check_finite(self, "gamma", self.gamma)
         if all_concrete(self.gamma) and not 0.0 <= self.gamma < 3.0:
             raise ValueError(f"GNFW.gamma must be in [0, 3), got {self.gamma}")
@@ -155,7 +162,7 @@ class GNFW(_Decomposed):
 
 
 @dataclass(frozen=True, eq=False)
-class CoredNFW(_Decomposed):
+class CoredNFW(_Halo):
     """Cored NFW halo, projected, elliptical in projection.
 
     3D density ``rho(r) = rho_s / ((r + r_c) / r_s * (1 + r / r_s)^2)`` (lenstronomy's CNFW form),
@@ -175,16 +182,10 @@ class CoredNFW(_Decomposed):
         Gaussians in the decomposition (static; default 45).
     """
 
-    centre: tuple[float, float] = (0.0, 0.0)
-    ell_comps: tuple[float, float] = (0.0, 0.0)
-    rho_s: float = 0.1
-    r_s: float = 10.0
     r_c: float = 0.5
-    n_gaussians: int = static_field(default=gd.NFW_DEFAULTS["n_sigma"])
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._check_halo()
         check_positive(self, "r_c", self.r_c)
 
     def _decompose(self):
