@@ -9,17 +9,19 @@ At ``e = (0, 0)`` the angle is undefined and returned as 0.
 from __future__ import annotations
 
 from twinlens.kernels.domains import Arg, Domain
-from twinlens.kernels.ops import arctan2, cos, hypot, pi, sin, where
+from twinlens.kernels.ops import arctan2, cos, hypot, pi, pointwise, sin, where
 from twinlens.kernels.registry import Kernel, register
 from twinlens.kernels.tolerance import Tolerance
 
 
+@pointwise
 def ellipticity_from_axis_ratio(q, phi):
     """``(e1, e2)`` from axis ratio ``q`` in (0, 1] and position angle ``phi`` (radians)."""
     f = (1.0 - q) / (1.0 + q)
     return f * cos(2.0 * phi), f * sin(2.0 * phi)
 
 
+@pointwise
 def axis_ratio_from_ellipticity(e1, e2):
     """``(q, phi)`` from ellipticity components with ``|e| < 1``; ``phi`` in (-pi/2, pi/2].
 

@@ -40,10 +40,13 @@ from twinlens.backend import jax_runtime
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
 from twinlens.kernels.faddeeva import make_complex, wofz
-from twinlens.kernels.geometry import from_profile_frame, to_profile_frame
+from twinlens.kernels.geometry import (
+    from_profile_frame,
+    hessian_from_profile_frame,
+    to_profile_frame,
+)
 from twinlens.kernels.ops import (
     arctan2,
-    cos,
     exp,
     expm1,
     imag,
@@ -51,7 +54,6 @@ from twinlens.kernels.ops import (
     pi,
     pointwise,
     real,
-    sin,
     sqrt,
     where,
 )
@@ -207,16 +209,6 @@ def _hessian_shajib(xp, yp, q, shape, sigma, kappa0):
 
 
 @pointwise
-def _rotate_hessian(hxx, hxy, hyy, phi):
-    c = cos(phi)
-    s = sin(phi)
-    xx = hxx * c * c + hyy * s * s - 2.0 * s * c * hxy
-    yy = hxx * s * s + hyy * c * c + 2.0 * s * c * hxy
-    xy = s * c * (hxx - hyy) + (c * c - s * s) * hxy
-    return xx, xy, yy
-
-
-@pointwise
 def deflections_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0):
     """Deflections for ``q`` in ``[0.05, 0.99]`` (Shajib 2019), arcsec; ``phi`` in radians."""
     xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
@@ -229,7 +221,7 @@ def hessian_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0):
     """Hessian ``(psi_xx, psi_xy, psi_yy)`` for ``q`` in ``[0.05, 0.99]`` (Shajib 2019)."""
     xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
     hxx, hxy, hyy = _hessian_shajib(xp, yp, q, _shajib_shape(q), sigma, kappa0)
-    return _rotate_hessian(hxx, hxy, hyy, phi)
+    return hessian_from_profile_frame(hxx, hxy, hyy, phi)
 
 
 # ------------------------------------------------------------------------------------------

@@ -46,6 +46,18 @@ def from_profile_frame(vx, vy, phi):
     return c * vx - s * vy, s * vx + c * vy
 
 
+@pointwise
+def hessian_from_profile_frame(hxx, hxy, hyy, phi):
+    """Rotate a hessian ``(psi_xx, psi_xy, psi_yy)`` from a profile's frame back to the sky."""
+    c = cos(phi)
+    s = sin(phi)
+    return (
+        hxx * c * c + hyy * s * s - 2.0 * s * c * hxy,
+        s * c * (hxx - hyy) + (c * c - s * s) * hxy,
+        hxx * s * s + hyy * c * c + 2.0 * s * c * hxy,
+    )
+
+
 _COORD = Domain(-10.0, 10.0, specials=(0.0, 1e-12, -1e-12, 10.0, -10.0))
 _CENTRE = Domain(-2.0, 2.0, specials=(0.0, 0.05, -1e-9))
 _ANGLE = Domain(-pi, pi, specials=(0.0, pi / 2, -pi / 4, pi, 1e-10))

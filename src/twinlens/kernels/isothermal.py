@@ -1,0 +1,318 @@
+"""Isothermal mass: SIS, SIE and the cored NIE, as plain functions of one point.
+
+Convention (lenstronomy's SIE and NIE; ``theta_E`` is the intermediate-axis Einstein radius)::
+
+    kappa = theta_E / (2 sqrt(q x'^2 + y'^2 / q + s^2)),
+
+with ``x'`` along the major axis and ``s`` the core radius (``s = 0``: the SIE, exactly
+isothermal, with no hidden core). Writing ``s_K = s / sqrt(q)``, ``eps = sqrt(1 - q^2)``,
+``psi = sqrt(q^2 (x'^2 + s_K^2) + y'^2)`` and ``A = theta_E sqrt(q)``, the deflection is
+(Keeton & Kochanek 1998; Keeton 2001)::
+
+    alpha_x' = A / eps * arctan(eps x' / (psi + s_K)),
+    alpha_y' = A / eps * arctanh(eps y' / (psi + q^2 s_K)),
+
+evaluated as ``A u f(eps u)`` with ``f(z) = arctan(z) / z`` (and ``arctanh(z) / z``), which
+have series at small ``z``: the same expression is exact at ``q = 1`` and as ``q -> 1``, with
+derivatives in ``q`` free of the ``1 / eps`` cancellation. The hessian and potential follow in
+closed form from the same quantities.
+
+At the centre of a singular profile (``s = 0``, ``r = 0``) the squared radius is floored at
+``1e-60`` (r = 1e-30, so that derivatives stay finite): the deflection there is 0 (the average over directions) and the convergence a huge
+finite number, never NaN.
+
+For a traced ellipticity (JAX), ``(q, phi)`` come from ``(e1, e2)`` inside the kernel. At
+``e = (0, 0)`` the angle is undefined although the field is smooth in ``(e1, e2)``, so below
+``|e| = E_TAYLOR`` the deflection is the first-order expansion in ``(e1, e2)`` of the
+homoeoid integral (exact gradients at ``e = 0``; the neglected second order is below 1e-13
+relative there).
+"""
+
+from __future__ import annotations
+
+from twinlens.kernels.domains import Arg, Domain
+from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
+from twinlens.kernels.gaussian import quadratic_form
+from twinlens.kernels.geometry import (
+    from_profile_frame,
+    hessian_from_profile_frame,
+    to_profile_frame,
+)
+from twinlens.kernels.ops import arctan, arctanh, log, maximum, pi, pointwise, sqrt, where
+from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.tolerance import Tolerance
+
+#: |e| below which a traced ellipticity uses the first-order expansion (see the module notes)
+E_TAYLOR = 1e-7
+#: the floor of squared radii at the centre of a singular profile
+R2_FLOOR = 1e-60
+
+
+@pointwise
+def arctan_ratio(z):
+    """``arctan(z) / z``, equal to 1 at ``z = 0``; a series below ``|z| = 1e-3``."""
+    small = abs(z) < 1e-3
+    zs = where(small, 1.0, z)
+    z2 = z * z
+    series = 1.0 + z2 * (-1.0 / 3.0 + z2 * (1.0 / 5.0 - z2 / 7.0))
+    return where(small, series, arctan(zs) / zs)
+
+
+@pointwise
+def arctanh_ratio(z):
+    """``arctanh(z) / z`` for ``|z| < 1``, equal to 1 at ``z = 0``; a series below 1e-3."""
+    small = abs(z) < 1e-3
+    zs = where(small, 0.5, z)
+    z2 = z * z
+    series = 1.0 + z2 * (1.0 / 3.0 + z2 * (1.0 / 5.0 + z2 / 7.0))
+    return where(small, series, arctanh(zs) / zs)
+
+
+@pointwise
+def _shape(q, theta_e, core):
+    # Per-profile constants: eps^2 = (1 - q)(1 + q) (exact as q -> 1), A, s_K.
+    eps2 = (1.0 - q) * (1.0 + q)
+    return sqrt(eps2), theta_e * sqrt(q), core / sqrt(q)
+
+
+@pointwise
+def _frame_terms(xp, yp, q, eps, core_k):
+    # psi, and the arguments u, v of the arctan and arctanh terms
+    psi = sqrt(maximum(q * q * (xp * xp + core_k * core_k) + yp * yp, R2_FLOOR))
+    u = xp / (psi + core_k)
+    v = yp / (psi + q * q * core_k)
+    return psi, u, v
+
+
+@pointwise
+def convergence(x, y, centre_x, centre_y, e1, e2, theta_e, core):
+    """Convergence (dimensionless), all ``q``."""
+    xi = quadratic_form(x - centre_x, y - centre_y, e1, e2) + core * core
+    return 0.5 * theta_e / sqrt(maximum(xi, R2_FLOOR))
+
+
+# ------------------------------------------------------------------------------------------
+# q = 1
+
+
+@pointwise
+def _round_factor(w, theta_e, core):
+    # alpha = g theta with g = theta_E / (S + s), S = sqrt(r^2 + s^2); and dg / d(r^2)
+    big_s = sqrt(maximum(w + core * core, R2_FLOOR))
+    g = theta_e / (big_s + core)
+    return g, -0.5 * g / (big_s * (big_s + core)), big_s
+
+
+@pointwise
+def deflections_spherical(x, y, centre_x, centre_y, theta_e, core):
+    """Deflections of the round profile, arcsec."""
+    dx = x - centre_x
+    dy = y - centre_y
+    g, _, _ = _round_factor(dx * dx + dy * dy, theta_e, core)
+    return g * dx, g * dy
+
+
+@pointwise
+def hessian_spherical(x, y, centre_x, centre_y, theta_e, core):
+    """Hessian ``(psi_xx, psi_xy, psi_yy)`` of the round profile."""
+    dx = x - centre_x
+    dy = y - centre_y
+    g, dg, _ = _round_factor(dx * dx + dy * dy, theta_e, core)
+    return g + 2.0 * dg * dx * dx, 2.0 * dg * dx * dy, g + 2.0 * dg * dy * dy
+
+
+@pointwise
+def _log_core_term(big_s, core, tiny_core):
+    # s ln((s + S) / (2 s)), which -> 0 as s -> 0 (safe at s = 0 on every backend)
+    safe = where(tiny_core, 1.0, core)
+    return where(tiny_core, 0.0, core * log((safe + big_s) / (2.0 * safe)))
+
+
+@pointwise
+def potential_spherical(x, y, centre_x, centre_y, theta_e, core):
+    """Potential of the round profile, arcsec^2, zero at the centre."""
+    dx = x - centre_x
+    dy = y - centre_y
+    _, _, big_s = _round_factor(dx * dx + dy * dy, theta_e, core)
+    return theta_e * (big_s - core - _log_core_term(big_s, core, core <= 0.0))
+
+
+# ------------------------------------------------------------------------------------------
+# any q in (0, 1], (q, phi) known
+
+
+@pointwise
+def _deflections_frame(xp, yp, q, eps, amp, core_k):
+    _, u, v = _frame_terms(xp, yp, q, eps, core_k)
+    return amp * u * arctan_ratio(eps * u), amp * v * arctanh_ratio(eps * v)
+
+
+@pointwise
+def deflections_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core):
+    """Deflections for axis ratio ``q`` in (0, 1] and angle ``phi`` (radians), arcsec."""
+    eps, amp, core_k = _shape(q, theta_e, core)
+    xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
+    ax, ay = _deflections_frame(xp, yp, q, eps, amp, core_k)
+    return from_profile_frame(ax, ay, phi)
+
+
+@pointwise
+def _hessian_frame(xp, yp, q, eps, amp, core_k):
+    psi, _, _ = _frame_terms(xp, yp, q, eps, core_k)
+    r2 = xp * xp + yp * yp
+    d1 = (1.0 + q * q) * core_k * core_k + 2.0 * core_k * psi + r2
+    c = amp / (psi * maximum(d1, R2_FLOOR))
+    return (
+        c * (q * q * core_k * core_k + yp * yp + core_k * psi),
+        -c * xp * yp,
+        c * (core_k * core_k + xp * xp + core_k * psi),
+    )
+
+
+@pointwise
+def hessian_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core):
+    """Hessian ``(psi_xx, psi_xy, psi_yy)`` for ``q`` in (0, 1]."""
+    eps, amp, core_k = _shape(q, theta_e, core)
+    xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
+    hxx, hxy, hyy = _hessian_frame(xp, yp, q, eps, amp, core_k)
+    return hessian_from_profile_frame(hxx, hxy, hyy, phi)
+
+
+@pointwise
+def _potential_frame(xp, yp, q, eps, amp, core_k):
+    # psi = x ax + y ay - A s_K ln(sqrt(D1) / ((1 + q) s_K)), zero at the centre
+    ax, ay = _deflections_frame(xp, yp, q, eps, amp, core_k)
+    psi, _, _ = _frame_terms(xp, yp, q, eps, core_k)
+    d1 = (1.0 + q * q) * core_k * core_k + 2.0 * core_k * psi + xp * xp + yp * yp
+    tiny = core_k <= 0.0
+    safe = where(tiny, 1.0, core_k)
+    log_term = where(tiny, 0.0, core_k * log(sqrt(d1) / ((1.0 + q) * safe)))
+    return xp * ax + yp * ay - amp * log_term
+
+
+@pointwise
+def potential_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core):
+    """Potential for ``q`` in (0, 1], arcsec^2, zero at the centre."""
+    eps, amp, core_k = _shape(q, theta_e, core)
+    xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
+    return _potential_frame(xp, yp, q, eps, amp, core_k)
+
+
+# ------------------------------------------------------------------------------------------
+# traced (e1, e2)
+
+
+@pointwise
+def _first_order(dx, dy, e1, e2, theta_e, core):
+    # alpha ~ theta I0 - 2 E theta I1 - 2 theta (theta^T E theta) I2: the homoeoid integral
+    # alpha = int_0^1 kappa(u theta^T P^-1 theta) P^-1 theta / sqrt(det P) du expanded to first
+    # order in E = [[e1, e2], [e2, -e1]], with I_k = int_0^1 u^k kappa(u r^2) du (k = 0, 1) and
+    # I2 = int_0^1 u^2 kappa'(u r^2) du, in closed form for kappa(w) = theta_E / (2 sqrt(w + s^2)).
+    g, _, big_s = _round_factor(dx * dx + dy * dy, theta_e, core)
+    sc = big_s + core
+    i1 = theta_e * (big_s + 2.0 * core) / (3.0 * sc * sc)
+    i2 = -theta_e * (big_s + 3.0 * core) / (6.0 * big_s * sc * sc * sc)
+    ex = e1 * dx + e2 * dy
+    ey = e2 * dx - e1 * dy
+    quad = dx * ex + dy * ey
+    return (
+        g * dx - 2.0 * ex * i1 - 2.0 * dx * quad * i2,
+        g * dy - 2.0 * ey * i1 - 2.0 * dy * quad * i2,
+    )
+
+
+@pointwise
+def _safe_axis_ratio(e1, e2, tiny):
+    # (q, phi) away from e = 0, with a harmless stand-in ellipticity where |e| is tiny
+    return axis_ratio_from_ellipticity(where(tiny, 0.1, e1), where(tiny, 0.0, e2))
+
+
+@pointwise
+def deflections(x, y, centre_x, centre_y, e1, e2, theta_e, core):
+    """Deflections from ``(e1, e2)``, smooth (with exact gradients) through ``e = 0``."""
+    tiny = e1 * e1 + e2 * e2 < E_TAYLOR * E_TAYLOR
+    q, phi = _safe_axis_ratio(e1, e2, tiny)
+    ax, ay = deflections_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core)
+    tx, ty = _first_order(x - centre_x, y - centre_y, e1, e2, theta_e, core)
+    return where(tiny, tx, ax), where(tiny, ty, ay)
+
+
+@pointwise
+def hessian(x, y, centre_x, centre_y, e1, e2, theta_e, core):
+    """Hessian from ``(e1, e2)``; exact values for every ``e`` (round below ``|e| = 1e-30``).
+
+    Its derivatives with respect to ``(e1, e2)`` lose accuracy for ``|e| < 1e-8`` (through the
+    undefined angle); the deflections' do not."""
+    tiny = e1 * e1 + e2 * e2 < 1e-60
+    q, phi = _safe_axis_ratio(e1, e2, tiny)
+    exx, exy, eyy = hessian_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core)
+    rxx, rxy, ryy = hessian_spherical(x, y, centre_x, centre_y, theta_e, core)
+    return where(tiny, rxx, exx), where(tiny, rxy, exy), where(tiny, ryy, eyy)
+
+
+@pointwise
+def potential(x, y, centre_x, centre_y, e1, e2, theta_e, core):
+    """Potential from ``(e1, e2)``, arcsec^2 (the same caveat on ellipticity gradients as
+    :func:`hessian`)."""
+    tiny = e1 * e1 + e2 * e2 < 1e-60
+    q, phi = _safe_axis_ratio(e1, e2, tiny)
+    out = potential_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core)
+    return where(tiny, potential_spherical(x, y, centre_x, centre_y, theta_e, core), out)
+
+
+# ------------------------------------------------------------------------------------------
+# registry
+
+_XY = Domain(-10.0, 10.0, specials=(0.0, 1e-12, -1e-12, 10.0, -7.5))
+_CENTRE = Domain(-1.0, 1.0, specials=(0.0, 0.05))
+_E = Domain(-0.6, 0.6, specials=(0.0, 1e-9, -1e-12, 1e-7, 0.3, -0.6))
+_Q = Domain(0.05, 1.0, specials=(0.05, 1.0, 1.0 - 1e-8, 0.7))
+_PHI = Domain(-pi, pi, specials=(0.0, pi / 2, -pi / 4, pi))
+_THETA_E = Domain(0.01, 10.0, specials=(1.0, 0.01, 10.0), log=True)
+_CORE = Domain(0.0, 1.0, specials=(0.0, 1e-8, 0.05, 1.0))
+_TIES = (("x", "centre_x"), ("y", "centre_y"))
+# Components cancel to zero on the axes (the frame's rotation), so errors are measured against
+# the norm of the vector; the floor is relative to theta_E.
+_TOL = Tolerance(rtol=1e-12, atol=1e-14, norm=True, why="components vanish on the axes")
+# The hessian and convergence grow as 1 / r at the centre of an SIE, up to 1e30 at the floor.
+_TOL_H = Tolerance(rtol=1e-12, atol=1e-13, norm=True, why="1 / r growth and cancellation on axes")
+# The potential subtracts two terms of size theta_E r when the core is large.
+_TOL_P = Tolerance(rtol=1e-11, atol=1e-13, why="the core term cancels x alpha_x + y alpha_y")
+
+
+def _register(name, point, shape, outputs, tol=_TOL):
+    register(
+        Kernel(
+            name=f"isothermal.{name}",
+            point=point,
+            inputs=(Arg("x", _XY), Arg("y", _XY)),
+            params=(
+                Arg("centre_x", _CENTRE),
+                Arg("centre_y", _CENTRE),
+                *shape,
+                Arg("theta_e", _THETA_E),
+                Arg("core", _CORE),
+            ),
+            outputs=outputs,
+            tol=tol,
+            ties=_TIES,
+            doc=point.__doc__ or "",
+            atol_scale=lambda *p: p[-2],
+        )
+    )
+
+
+_EA = (Arg("e1", _E), Arg("e2", _E))
+_QP = (Arg("q", _Q), Arg("phi", _PHI))
+_A = ("alpha_x", "alpha_y")
+_H = ("psi_xx", "psi_xy", "psi_yy")
+_register("convergence", convergence, _EA, ("kappa",), _TOL_H)
+_register("deflections_spherical", deflections_spherical, (), _A)
+_register("hessian_spherical", hessian_spherical, (), _H, _TOL_H)
+_register("potential_spherical", potential_spherical, (), ("psi",), _TOL_P)
+_register("deflections_elliptical", deflections_elliptical, _QP, _A)
+_register("hessian_elliptical", hessian_elliptical, _QP, _H, _TOL_H)
+_register("potential_elliptical", potential_elliptical, _QP, ("psi",), _TOL_P)
+_register("deflections", deflections, _EA, _A)
+_register("hessian", hessian, _EA, _H, _TOL_H)
+_register("potential", potential, _EA, ("psi",), _TOL_P)

@@ -1,0 +1,149 @@
+"""Isothermal mass profiles: SIS, SIE and the cored NIE."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
+from twinlens.kernels.registry import get
+from twinlens.profiles.base import MassProfile, all_concrete
+from twinlens.profiles.checks import check_ellipticity, check_finite, check_pair, check_positive
+
+
+class _Isothermal(MassProfile):
+    """What SIS, SIE and NIE share: the choice of kernel form and the kernel calls.
+
+    Forms: ``spherical`` (ellipticity exactly (0, 0)), ``elliptical`` (a concrete ellipticity;
+    exact for every q in (0, 1]) and ``traced`` (JAX tracers; smooth through e = 0).
+    """
+
+    def _ell(self) -> tuple:
+        return (0.0, 0.0)
+
+    def _core(self) -> Any:
+        return 0.0
+
+    def _form(self) -> str:
+        e1, e2 = self._ell()
+        if not all_concrete(e1, e2):
+            return "traced"
+        return "spherical" if float(e1) == 0.0 and float(e2) == 0.0 else "elliptical"
+
+    def _call(self, quantity: str, x: Any, y: Any, backend: str, form: str | None = None) -> Any:
+        form = form or self._form()
+        e1, e2 = self._ell()
+        if form == "spherical":
+            shape: tuple = ()
+        elif form == "elliptical":
+            shape = tuple(float(v) for v in axis_ratio_from_ellipticity(float(e1), float(e2)))
+        else:
+            shape = (e1, e2)
+        suffix = "" if form == "traced" else f"_{form}"
+        args = (*self.centre, *shape, self.einstein_radius, self._core())  # type: ignore[attr-defined]
+        return get(f"isothermal.{quantity}{suffix}")(x, y, *args, backend=backend)
+
+    def _convergence(self, x, y, backend):
+        return self._call("convergence", x, y, backend, form="traced")
+
+    def _deflections(self, x, y, backend):
+        return self._call("deflections", x, y, backend)
+
+    def _hessian(self, x, y, backend):
+        return self._call("hessian", x, y, backend)
+
+    def _potential(self, x, y, backend):
+        return self._call("potential", x, y, backend)
+
+    def _check_common(self) -> None:
+        check_pair(self, "centre", self.centre)  # type: ignore[attr-defined]
+        check_positive(self, "einstein_radius", self.einstein_radius)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, eq=False)
+class SIS(_Isothermal):
+    """Singular isothermal sphere: ``kappa = theta_E / (2 r)``.
+
+    Parameters
+    ----------
+    centre : (float, float)
+        ``(x, y)`` of the centre, arcsec.
+    einstein_radius : float
+        ``theta_E`` > 0, arcsec: the deflection's magnitude everywhere, and the radius inside
+        which the mean convergence is 1.
+    """
+
+    centre: tuple = (0.0, 0.0)
+    einstein_radius: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_common()
+
+
+@dataclass(frozen=True, eq=False)
+class SIE(_Isothermal):
+    """Singular isothermal ellipsoid, exactly isothermal (no hidden core):
+    ``kappa = theta_E / (2 sqrt(q x'^2 + y'^2 / q))`` with ``x'`` along the major axis
+    (lenstronomy's SIE convention: ``theta_E`` is the intermediate-axis Einstein radius, and the
+    mean convergence inside the ellipse ``q x'^2 + y'^2 / q = theta_E^2`` is 1).
+
+    Parameters
+    ----------
+    centre : (float, float)
+        ``(x, y)`` of the centre, arcsec.
+    ell_comps : (float, float)
+        Ellipticity components ``(e1, e2)``, ``|e| < 1``; or use
+        ``SIE.from_axis_ratio(q=..., angle=...)``.
+    einstein_radius : float
+        ``theta_E`` > 0, arcsec.
+    """
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    einstein_radius: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_common()
+        check_ellipticity(self, "ell_comps", self.ell_comps)
+
+    def _ell(self) -> tuple:
+        return self.ell_comps
+
+
+@dataclass(frozen=True, eq=False)
+class NIE(_Isothermal):
+    """Non-singular (cored) isothermal ellipsoid:
+    ``kappa = theta_E / (2 sqrt(q x'^2 + y'^2 / q + s^2))``, ``s`` the core radius.
+
+    Parameters
+    ----------
+    centre : (float, float)
+        ``(x, y)`` of the centre, arcsec.
+    ell_comps : (float, float)
+        Ellipticity components ``(e1, e2)``, ``|e| < 1``.
+    einstein_radius : float
+        ``theta_E`` > 0, arcsec (the SIE's at ``core_radius = 0``).
+    core_radius : float
+        ``s`` >= 0, arcsec; 0 gives the SIE exactly.
+    """
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    einstein_radius: float = 1.0
+    core_radius: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_common()
+        check_ellipticity(self, "ell_comps", self.ell_comps)
+        check_finite(self, "core_radius", self.core_radius)
+        if all_concrete(self.core_radius) and float(self.core_radius) < 0.0:
+            raise ValueError(f"NIE.core_radius must be >= 0, got {self.core_radius!r}")
+
+    def _ell(self) -> tuple:
+        return self.ell_comps
+
+    def _core(self) -> Any:
+        return self.core_radius
