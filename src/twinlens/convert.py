@@ -1,25 +1,72 @@
 """Parameters to and from lenstronomy and autogalaxy, without importing either package.
 
-lenstronomy (``from_lenstronomy(name, kwargs)`` / ``to_lenstronomy(profile)``):
+``from_lenstronomy(name, kwargs)`` and ``to_lenstronomy(profile)`` convert one profile;
+``from_lenstronomy_list(names, kwargs_list)`` and ``to_lenstronomy_list(profile)`` convert a
+whole lens model (lenstronomy's ``LensModel(lens_model_list)`` and its ``kwargs``; a
+:class:`~twinlens.mass.MassSum` becomes several entries). ``from_autogalaxy(name, kwargs)`` and
+``to_autogalaxy(profile)`` use the class names of ``autogalaxy.mp``.
 
-``GAUSSIAN_ELLIPSE_KAPPA``
-    ``amp, sigma, e1, e2, center_x, center_y``: ``kappa = amp / (2 pi sigma^2) exp(-(q x'^2 +
-    y'^2 / q) / (2 sigma^2))``, the same ellipse, sigma and ``(e1, e2)`` as ours, so
-    ``mass_to_light_ratio * intensity = amp / (2 pi sigma^2)``.
-``MULTI_GAUSSIAN_ELLIPSE_KAPPA``
-    ``amp, sigma`` (lists), ``e1, e2, center_x, center_y``, and optionally ``scale_factor``
-    (multiplies every ``amp``), componentwise as above.
+Every mapping below was checked numerically against the packages (lenstronomy 1.14,
+autogalaxy 2026.7); the tests restate each convention as a formula.
 
-autogalaxy (``from_autogalaxy(name, kwargs)`` / ``to_autogalaxy(profile)``, names of
-``autogalaxy.mp``):
+lenstronomy
+-----------
+Keys ``center_x, center_y`` (``ra_0, dec_0`` for ``SHEAR`` and ``CONVERGENCE``) are our
+``centre``; ``e1, e2`` are our ``ell_comps``; angles are radians there and degrees here.
 
-``Gaussian``
-    ``centre`` is ``(y, x)``; ``ell_comps`` is ``(e2, e1)`` in our order (autogalaxy puts the
-    ``sin 2 phi`` component first); its ellipse is ``q^2 x'^2 + y'^2`` with dispersion
-    ``sigma_ag``, so ``sigma_ag = sigma * sqrt(q)``; ``intensity`` and ``mass_to_light_ratio``
-    are the same (peak convergence ``mass_to_light_ratio * intensity``). autogalaxy clamps its
-    axis ratio at 0.9999 (on every path), so for ``|e| < 5e-5`` autogalaxy's own evaluation of
-    the converted profile is not exactly this one.
+========================  =====================================================================
+``GAUSSIAN_ELLIPSE_KAPPA`` ``Gaussian``: ``mass_to_light_ratio * intensity = amp / (2 pi sigma^2)``
+``MULTI_GAUSSIAN_...``     ``MGE``, componentwise; ``scale_factor`` multiplies every ``amp``
+``SIS``                    ``SIS``: ``theta_E``
+``SIE``                    ``SIE``: ``theta_E`` (lenstronomy's SIE is its NIE with a 1e-10" core:
+                           the two differ by ~1e-9 relative within 0.02" of the centre)
+``NIE``                    ``NIE``: ``theta_E``, ``core_radius = s_scale`` (no factor of q)
+``EPL``, ``EPL_NUMBA``     ``PowerLaw``: ``einstein_radius = theta_E``, ``slope = gamma``
+``NFW``                    round ``NFW``: ``scale_radius = Rs``,
+                           ``alpha_Rs = 4 kappa_s Rs (1 + ln(1/2))`` (the deflection at Rs)
+``NFW_ELLIPSE_CSE``        elliptical ``NFW``, same radius convention (lenstronomy's cored-steep
+                           ellipsoid fit is itself accurate to ~5e-6)
+``POINT_MASS``             ``PointMass``: ``theta_E``
+``SHEAR``                  ``ExternalShear``: ``gamma1, gamma2``, ``origin = (ra_0, dec_0)``
+``SHEAR_GAMMA_PSI``        ``ExternalShear``: ``gamma_1 = gamma_ext cos(2 psi_ext)``, ``gamma_2 =
+                           gamma_ext sin(2 psi_ext)`` (from lenstronomy only)
+``CONVERGENCE``            ``MassSheet``: ``kappa``, ``centre = (ra_0, dec_0)``
+``MULTIPOLE``              ``Multipole``: ``m, amplitude = a_m, angle = phi_m, einstein_radius =
+                           r_E``
+``MULTIPOLE_ELL``          ``EllipticalMultipole``: as ``MULTIPOLE`` plus ``axis_ratio = q``; the
+                           released versions (to 1.14) fix the reference ellipse along +x, so
+                           ``reference_angle = 0``
+``EPL_MULTIPOLE_M1M3M4``   ``MassSum(PowerLaw, Multipole m = 1, 3, 4)``: ``amplitude = a{m}_a
+                           theta_E / sqrt(q)``, ``angle = phi + delta_phi_m{m}``, ``r_E = theta_E``
+``..._M1M3M4_ELL``         the same with ``EllipticalMultipole`` (``axis_ratio = q``,
+                           ``reference_angle = 0`` as lenstronomy computes it), ``amplitude = a{m}_a
+                           theta_E``
+========================  =====================================================================
+
+autogalaxy
+----------
+``centre`` is ``(y, x)`` and ``ell_comps`` is ``(e2, e1)`` in our order. autogalaxy measures
+elliptical radii along the major axis (``sqrt(x'^2 + y'^2 / q^2)``), we along the intermediate
+axis (``sqrt(q x'^2 + y'^2 / q)``), hence the factors of ``sqrt(q)``:
+
+=====================  ========================================================================
+``Gaussian``           ``sigma_ag = sigma sqrt(q)``; ``intensity``, ``mass_to_light_ratio`` equal
+``IsothermalSph``      ``SIS``
+``Isothermal``         ``SIE``: ``einstein_radius_ag = theta_E (1 + q) / (2 sqrt(q))``
+``IsothermalCore``     ``NIE``: as ``Isothermal``, and ``core_radius_ag = s / sqrt(q)``
+``PowerLaw``           ``PowerLaw``: ``einstein_radius_ag = theta_E ((1 + q) / 2)^(1 / (slope - 1))
+                       / sqrt(q)``
+``NFWSph``, ``NFW``    ``NFW``: ``kappa_s``; ``scale_radius_ag = scale_radius / sqrt(q)``
+``PointMass``          ``PointMass``
+``ExternalShear``      ``ExternalShear`` (``gamma_1, gamma_2`` in the same order; origin 0)
+``MassSheet``          ``MassSheet``
+``PowerLawMultipole``  ``Multipole`` with ``m >= 2`` (autogalaxy's has no ``m = 1`` at slope 2):
+                       ``multipole_comps = (k sin(m phi_m), k cos(m phi_m))``,
+                       ``k = amplitude / einstein_radius``, ``slope = 2``
+=====================  ========================================================================
+
+autogalaxy clamps its axis ratios near 1 (0.9999 or 0.99999), so for nearly round profiles its
+own evaluation of a converted profile is not exactly this one.
 
 Worked example::
 
@@ -30,126 +77,470 @@ Worked example::
     (1.27324, (0.1, -0.05))
     >>> convert.to_lenstronomy(g)[0]
     'GAUSSIAN_ELLIPSE_KAPPA'
+    >>> convert.to_lenstronomy_list(convert.from_lenstronomy("SIE", {"theta_E": 1.2, "e1": 0.1,
+    ...     "e2": 0.0}))[0]
+    ['SIE']
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
 from twinlens.profiles.base import MassProfile
+from twinlens.profiles.composite import MassSum
 from twinlens.profiles.gaussian import MGE, Gaussian
+from twinlens.profiles.isothermal import NIE, SIE, SIS
+from twinlens.profiles.multipole import EllipticalMultipole, Multipole
+from twinlens.profiles.nfw import NFW
+from twinlens.profiles.power_law import PowerLaw
+from twinlens.profiles.simple import ExternalShear, MassSheet, PointMass
 
 _TWO_PI = 2.0 * math.pi
+#: alpha(Rs) / (kappa_s Rs) of an NFW profile: 4 (1 + ln(1/2))
+_NFW_ALPHA_RS = 4.0 * (1.0 + math.log(0.5))
 
 
-def _require(name: str, kwargs: Mapping, keys: tuple[str, ...]) -> None:
+# -- small helpers ---------------------------------------------------------------------------
+
+
+def _require(name: str, kwargs: Mapping, keys: Sequence[str]) -> None:
     missing = [k for k in keys if k not in kwargs]
     if missing:
         raise KeyError(f"{name} needs {', '.join(keys)}; missing {', '.join(missing)}")
 
 
-def _check_inputs(source: str, sigma: Any, e1: float, e2: float, ell_key: str) -> None:
-    # checked before any conversion divides by sigma or takes sqrt(q), naming the source's keys
-    if not np.all(np.asarray(sigma, dtype=float) > 0):
-        raise ValueError(f"{source}: sigma must be > 0, got {sigma!r}")
+def _positive(source: str, key: str, value: Any) -> None:
+    if not np.all(np.asarray(value, dtype=float) > 0):
+        raise ValueError(f"{source}: {key} must be > 0, got {value!r}")
+
+
+def _ellipticity(source: str, e1: float, e2: float, key: str = "e1, e2") -> tuple[float, float]:
+    # checked before any conversion takes sqrt(q), naming the source's keys
     if not math.hypot(e1, e2) < 1.0:
-        raise ValueError(f"{source}: {ell_key} must satisfy e1^2 + e2^2 < 1, got {(e1, e2)!r}")
+        raise ValueError(f"{source}: {key} must satisfy e1^2 + e2^2 < 1, got {(e1, e2)!r}")
+    return float(e1), float(e2)
+
+
+def _q_phi(e1: float, e2: float) -> tuple[float, float]:
+    q, phi = axis_ratio_from_ellipticity(float(e1), float(e2))
+    return float(q), float(phi)
+
+
+def _floats(values: Any) -> tuple[float, ...]:
+    return tuple(float(v) for v in values)
+
+
+# -- lenstronomy -----------------------------------------------------------------------------
+
+
+def _l_centre(kw: Mapping, keys: tuple[str, str] = ("center_x", "center_y")) -> tuple:
+    return (float(kw.get(keys[0], 0.0)), float(kw.get(keys[1], 0.0)))
+
+
+def _l_ell(name: str, kw: Mapping) -> tuple[float, float]:
+    _require(name, kw, ("e1", "e2"))
+    return _ellipticity(f"lenstronomy {name}", float(kw["e1"]), float(kw["e2"]))
+
+
+def _from_l_gaussian(name: str, kw: Mapping) -> MassProfile:
+    _require(name, kw, ("amp", "sigma", "e1", "e2"))
+    _positive(f"lenstronomy {name}", "sigma", kw["sigma"])
+    ell = _l_ell(name, kw)
+    if name == "GAUSSIAN_ELLIPSE_KAPPA":
+        sigma = float(kw["sigma"])
+        intensity = float(kw["amp"]) / (_TWO_PI * sigma**2)
+        return Gaussian(centre=_l_centre(kw), ell_comps=ell, sigma=sigma, intensity=intensity)
+    sigmas = np.asarray(kw["sigma"], dtype=float)
+    amps = np.asarray(kw["amp"], dtype=float) * float(kw.get("scale_factor", 1.0))
+    return MGE(sigmas, amps / (_TWO_PI * sigmas**2), centre=_l_centre(kw), ell_comps=ell)
+
+
+def _from_l_isothermal(name: str, kw: Mapping) -> MassProfile:
+    _require(name, kw, ("theta_E",))
+    theta_e = float(kw["theta_E"])
+    if name == "SIS":
+        return SIS(centre=_l_centre(kw), einstein_radius=theta_e)
+    ell = _l_ell(name, kw)
+    if name == "SIE":
+        return SIE(centre=_l_centre(kw), ell_comps=ell, einstein_radius=theta_e)
+    _require(name, kw, ("s_scale",))
+    return NIE(
+        centre=_l_centre(kw),
+        ell_comps=ell,
+        einstein_radius=theta_e,
+        core_radius=float(kw["s_scale"]),
+    )
+
+
+def _from_l_epl(name: str, kw: Mapping) -> MassProfile:
+    _require(name, kw, ("theta_E", "gamma"))
+    return PowerLaw(
+        centre=_l_centre(kw),
+        ell_comps=_l_ell(name, kw),
+        einstein_radius=float(kw["theta_E"]),
+        slope=float(kw["gamma"]),
+    )
+
+
+def _from_l_nfw(name: str, kw: Mapping) -> MassProfile:
+    _require(name, kw, ("Rs", "alpha_Rs"))
+    _positive(f"lenstronomy {name}", "Rs", kw["Rs"])
+    rs = float(kw["Rs"])
+    ell = _l_ell(name, kw) if name == "NFW_ELLIPSE_CSE" else (0.0, 0.0)
+    kappa_s = float(kw["alpha_Rs"]) / (_NFW_ALPHA_RS * rs)
+    return NFW(centre=_l_centre(kw), ell_comps=ell, kappa_s=kappa_s, scale_radius=rs)
+
+
+def _from_l_point_mass(name: str, kw: Mapping) -> MassProfile:
+    _require(name, kw, ("theta_E",))
+    return PointMass(centre=_l_centre(kw), einstein_radius=float(kw["theta_E"]))
+
+
+def _from_l_shear(name: str, kw: Mapping) -> MassProfile:
+    origin = _l_centre(kw, ("ra_0", "dec_0"))
+    if name == "SHEAR_GAMMA_PSI":
+        _require(name, kw, ("gamma_ext", "psi_ext"))
+        psi = float(kw["psi_ext"])
+        g = float(kw["gamma_ext"])
+        return ExternalShear(
+            gamma_1=g * math.cos(2 * psi), gamma_2=g * math.sin(2 * psi), origin=origin
+        )
+    _require(name, kw, ("gamma1", "gamma2"))
+    return ExternalShear(gamma_1=float(kw["gamma1"]), gamma_2=float(kw["gamma2"]), origin=origin)
+
+
+def _from_l_sheet(name: str, kw: Mapping) -> MassProfile:
+    _require(name, kw, ("kappa",))
+    return MassSheet(kappa=float(kw["kappa"]), centre=_l_centre(kw, ("ra_0", "dec_0")))
+
+
+def _from_l_multipole(name: str, kw: Mapping) -> MassProfile:
+    _require(name, kw, ("m", "a_m", "phi_m"))
+    common = {
+        "m": int(kw["m"]),
+        "amplitude": float(kw["a_m"]),
+        "angle": math.degrees(float(kw["phi_m"])),
+        "centre": _l_centre(kw),
+        "einstein_radius": float(kw.get("r_E", 1.0)),
+    }
+    if name == "MULTIPOLE":
+        return Multipole(**common)
+    _require(name, kw, ("q",))
+    return EllipticalMultipole(**common, axis_ratio=float(kw["q"]))
+
+
+_M1M3M4_KEYS = ("a1_a", "delta_phi_m1", "a3_a", "delta_phi_m3", "a4_a", "delta_phi_m4")
+
+
+def _from_l_epl_multipoles(name: str, kw: Mapping) -> MassProfile:
+    _require(name, kw, ("theta_E", "gamma", "e1", "e2", *_M1M3M4_KEYS))
+    epl = _from_l_epl(name, kw)
+    q, phi = _q_phi(*epl.ell_comps)
+    theta_e = float(kw["theta_E"])
+    elliptical = name.endswith("_ELL")
+    parts: list[MassProfile] = [epl]
+    for m in (1, 3, 4):
+        common = {
+            "m": m,
+            "angle": math.degrees(phi + float(kw[f"delta_phi_m{m}"])),
+            "centre": epl.centre,
+            "einstein_radius": theta_e,
+        }
+        a = float(kw[f"a{m}_a"]) * theta_e
+        if elliptical:
+            parts.append(EllipticalMultipole(**common, amplitude=a, axis_ratio=q))
+        else:
+            parts.append(Multipole(**common, amplitude=a / math.sqrt(q)))
+    return MassSum(tuple(parts))
+
+
+_FROM_LENSTRONOMY: dict[str, Callable[[str, Mapping], MassProfile]] = {
+    "GAUSSIAN_ELLIPSE_KAPPA": _from_l_gaussian,
+    "MULTI_GAUSSIAN_ELLIPSE_KAPPA": _from_l_gaussian,
+    "SIS": _from_l_isothermal,
+    "SIE": _from_l_isothermal,
+    "NIE": _from_l_isothermal,
+    "EPL": _from_l_epl,
+    "EPL_NUMBA": _from_l_epl,
+    "NFW": _from_l_nfw,
+    "NFW_ELLIPSE_CSE": _from_l_nfw,
+    "POINT_MASS": _from_l_point_mass,
+    "SHEAR": _from_l_shear,
+    "SHEAR_GAMMA_PSI": _from_l_shear,
+    "CONVERGENCE": _from_l_sheet,
+    "MULTIPOLE": _from_l_multipole,
+    "MULTIPOLE_ELL": _from_l_multipole,
+    "EPL_MULTIPOLE_M1M3M4": _from_l_epl_multipoles,
+    "EPL_MULTIPOLE_M1M3M4_ELL": _from_l_epl_multipoles,
+}
 
 
 def from_lenstronomy(name: str, kwargs: Mapping[str, Any]) -> MassProfile:
     """Our profile equal to lenstronomy's profile ``name`` with keyword arguments ``kwargs``."""
-    if name in ("GAUSSIAN_ELLIPSE_KAPPA", "MULTI_GAUSSIAN_ELLIPSE_KAPPA"):
-        _require(name, kwargs, ("amp", "sigma", "e1", "e2"))
-        _check_inputs(
-            f"lenstronomy {name}",
-            kwargs["sigma"],
-            float(kwargs["e1"]),
-            float(kwargs["e2"]),
-            "e1, e2",
+    try:
+        convert = _FROM_LENSTRONOMY[name]
+    except KeyError:
+        supported = ", ".join(_FROM_LENSTRONOMY)
+        raise ValueError(
+            f"no converter from lenstronomy's {name!r}; supported: {supported}"
+        ) from None
+    return convert(name, kwargs)
+
+
+def from_lenstronomy_list(
+    names: Sequence[str], kwargs_list: Sequence[Mapping[str, Any]]
+) -> MassProfile:
+    """Our profile for a lenstronomy lens model (``lens_model_list`` and its ``kwargs``): one
+    profile, or a :class:`~twinlens.mass.MassSum` of several."""
+    if len(names) != len(kwargs_list):
+        raise ValueError(
+            f"{len(names)} lens model names but {len(kwargs_list)} kwargs dictionaries"
         )
-    if name == "GAUSSIAN_ELLIPSE_KAPPA":
-        sigma = float(kwargs["sigma"])
-        return Gaussian(
-            centre=(float(kwargs.get("center_x", 0.0)), float(kwargs.get("center_y", 0.0))),
-            ell_comps=(float(kwargs["e1"]), float(kwargs["e2"])),
-            sigma=sigma,
-            intensity=float(kwargs["amp"]) / (_TWO_PI * sigma**2),
-        )
-    if name == "MULTI_GAUSSIAN_ELLIPSE_KAPPA":
-        sigmas = np.asarray(kwargs["sigma"], dtype=float)
-        amps = np.asarray(kwargs["amp"], dtype=float) * float(kwargs.get("scale_factor", 1.0))
-        return MGE(
-            sigmas,
-            amps / (_TWO_PI * sigmas**2),
-            centre=(float(kwargs.get("center_x", 0.0)), float(kwargs.get("center_y", 0.0))),
-            ell_comps=(float(kwargs["e1"]), float(kwargs["e2"])),
-        )
-    raise ValueError(
-        f"no converter from lenstronomy's {name!r}; supported: GAUSSIAN_ELLIPSE_KAPPA, "
-        "MULTI_GAUSSIAN_ELLIPSE_KAPPA"
-    )
+    parts = [from_lenstronomy(n, kw) for n, kw in zip(names, kwargs_list, strict=True)]
+    return parts[0] if len(parts) == 1 else MassSum(tuple(parts))
+
+
+def _centre_kw(profile: Any) -> dict[str, float]:
+    cx, cy = _floats(profile.centre)
+    return {"center_x": cx, "center_y": cy}
+
+
+def _ell_kw(profile: Any) -> dict[str, float]:
+    e1, e2 = _floats(profile.ell_comps)
+    return {"e1": e1, "e2": e2}
 
 
 def to_lenstronomy(profile: MassProfile) -> tuple[str, dict[str, Any]]:
-    """``(name, kwargs)`` of the lenstronomy profile equal to ``profile``."""
-    cx, cy = (float(c) for c in profile.centre)  # type: ignore[attr-defined]
-    e1, e2 = (float(e) for e in profile.ell_comps)  # type: ignore[attr-defined]
-    if type(profile) is Gaussian:
+    """``(name, kwargs)`` of the lenstronomy profile equal to ``profile`` (for a sum of
+    profiles use :func:`to_lenstronomy_list`)."""
+    kind = type(profile)
+    if kind is Gaussian:
         sigma = float(profile.sigma)
         amp = float(profile.kappa0) * _TWO_PI * sigma**2
-        kwargs = {"amp": amp, "sigma": sigma, "e1": e1, "e2": e2, "center_x": cx, "center_y": cy}
-        return "GAUSSIAN_ELLIPSE_KAPPA", kwargs
-    if type(profile) is MGE:
+        kw = {"amp": amp, "sigma": sigma, **_ell_kw(profile), **_centre_kw(profile)}
+        return "GAUSSIAN_ELLIPSE_KAPPA", kw
+    if kind is MGE:
         sigmas = np.asarray(profile.sigmas, dtype=float)
         amps = np.asarray(profile.kappas, dtype=float) * _TWO_PI * sigmas**2
-        kwargs = {
-            "amp": amps.tolist(),
-            "sigma": sigmas.tolist(),
-            "e1": e1,
-            "e2": e2,
-            "center_x": cx,
-            "center_y": cy,
+        kw = {"amp": amps.tolist(), "sigma": sigmas.tolist(), **_ell_kw(profile)}
+        return "MULTI_GAUSSIAN_ELLIPSE_KAPPA", {**kw, **_centre_kw(profile)}
+    if kind is SIS:
+        return "SIS", {"theta_E": float(profile.einstein_radius), **_centre_kw(profile)}
+    if kind is SIE:
+        kw = {"theta_E": float(profile.einstein_radius), **_ell_kw(profile)}
+        return "SIE", {**kw, **_centre_kw(profile)}
+    if kind is NIE:
+        kw = {"theta_E": float(profile.einstein_radius), "s_scale": float(profile.core_radius)}
+        return "NIE", {**kw, **_ell_kw(profile), **_centre_kw(profile)}
+    if kind is PowerLaw:
+        kw = {"theta_E": float(profile.einstein_radius), "gamma": float(profile.slope)}
+        return "EPL", {**kw, **_ell_kw(profile), **_centre_kw(profile)}
+    if kind is NFW:
+        rs = float(profile.scale_radius)
+        kw = {"Rs": rs, "alpha_Rs": float(profile.kappa_s) * _NFW_ALPHA_RS * rs}
+        if _floats(profile.ell_comps) == (0.0, 0.0):
+            return "NFW", {**kw, **_centre_kw(profile)}
+        return "NFW_ELLIPSE_CSE", {**kw, **_ell_kw(profile), **_centre_kw(profile)}
+    if kind is PointMass:
+        return "POINT_MASS", {"theta_E": float(profile.einstein_radius), **_centre_kw(profile)}
+    if kind is ExternalShear:
+        ra0, dec0 = _floats(profile.origin)
+        kw = {"gamma1": float(profile.gamma_1), "gamma2": float(profile.gamma_2)}
+        return "SHEAR", {**kw, "ra_0": ra0, "dec_0": dec0}
+    if kind is MassSheet:
+        ra0, dec0 = _floats(profile.centre)
+        return "CONVERGENCE", {"kappa": float(profile.kappa), "ra_0": ra0, "dec_0": dec0}
+    if kind in (Multipole, EllipticalMultipole):
+        kw = {
+            "m": int(profile.m),
+            "a_m": float(profile.amplitude),
+            "phi_m": math.radians(float(profile.angle)),
+            "r_E": float(profile.einstein_radius),
+            **_centre_kw(profile),
         }
-        return "MULTI_GAUSSIAN_ELLIPSE_KAPPA", kwargs
-    raise ValueError(f"no converter to lenstronomy for {type(profile).__name__}")
+        if kind is Multipole:
+            return "MULTIPOLE", kw
+        if float(profile.reference_angle) != 0.0:
+            raise ValueError(
+                "lenstronomy's MULTIPOLE_ELL (to 1.14) has its reference ellipse along +x; "
+                f"this profile's reference_angle is {profile.reference_angle!r} degrees"
+            )
+        return "MULTIPOLE_ELL", {**kw, "q": float(profile.axis_ratio)}
+    if kind is MassSum:
+        raise ValueError("a MassSum is several lenstronomy profiles: use to_lenstronomy_list")
+    raise ValueError(f"no converter to lenstronomy for {kind.__name__}")
 
 
-def _sqrt_q(e1: float, e2: float) -> float:
-    q, _ = axis_ratio_from_ellipticity(e1, e2)
-    return math.sqrt(float(q))
+def to_lenstronomy_list(profile: MassProfile) -> tuple[list[str], list[dict[str, Any]]]:
+    """``(lens_model_list, kwargs_list)`` for lenstronomy's ``LensModel``; a
+    :class:`~twinlens.mass.MassSum` becomes one entry per part (nested sums flattened)."""
+    if isinstance(profile, MassSum):
+        names: list[str] = []
+        kwargs: list[dict[str, Any]] = []
+        for part in profile.profiles:
+            n, k = to_lenstronomy_list(part)
+            names += n
+            kwargs += k
+        return names, kwargs
+    name, kw = to_lenstronomy(profile)
+    return [name], [kw]
+
+
+# -- autogalaxy ------------------------------------------------------------------------------
+
+
+def _ag_centre(kw: Mapping) -> tuple[float, float]:
+    cy, cx = _floats(kw.get("centre", (0.0, 0.0)))
+    return (cx, cy)
+
+
+def _ag_ell(name: str, kw: Mapping) -> tuple[float, float]:
+    ey, ex = _floats(kw.get("ell_comps", (0.0, 0.0)))
+    return _ellipticity(f"autogalaxy {name}", ex, ey, "ell_comps")
+
+
+def _ag_isothermal_radius(einstein_radius_ag: float, q: float) -> float:
+    # autogalaxy's (major-axis) Einstein radius into ours (intermediate axis)
+    return einstein_radius_ag * 2.0 * math.sqrt(q) / (1.0 + q)
 
 
 def from_autogalaxy(name: str, kwargs: Mapping[str, Any]) -> MassProfile:
-    """Our profile equal to ``autogalaxy.mp.<name>(**kwargs)``."""
+    """Our profile equal to ``autogalaxy.mp.<name>(**kwargs)`` (autogalaxy's defaults fill
+    missing keys where autogalaxy has them)."""
+    kw = kwargs
+    centre = _ag_centre(kw)
     if name == "Gaussian":
-        centre_y, centre_x = (float(c) for c in kwargs.get("centre", (0.0, 0.0)))
-        ell_y, ell_x = (float(e) for e in kwargs.get("ell_comps", (0.0, 0.0)))
-        _check_inputs("autogalaxy Gaussian", kwargs.get("sigma", 1.0), ell_x, ell_y, "ell_comps")
+        ell = _ag_ell(name, kw)
+        _positive("autogalaxy Gaussian", "sigma", kw.get("sigma", 1.0))
         return Gaussian(
-            centre=(centre_x, centre_y),
-            ell_comps=(ell_x, ell_y),
-            sigma=float(kwargs.get("sigma", 1.0)) / _sqrt_q(ell_x, ell_y),
-            intensity=float(kwargs.get("intensity", 0.1)),
-            mass_to_light_ratio=float(kwargs.get("mass_to_light_ratio", 1.0)),
+            centre=centre,
+            ell_comps=ell,
+            sigma=float(kw.get("sigma", 1.0)) / math.sqrt(_q_phi(*ell)[0]),
+            intensity=float(kw.get("intensity", 0.1)),
+            mass_to_light_ratio=float(kw.get("mass_to_light_ratio", 1.0)),
         )
-    raise ValueError(f"no converter from autogalaxy's {name!r}; supported: Gaussian")
+    if name == "IsothermalSph":
+        return SIS(centre=centre, einstein_radius=float(kw.get("einstein_radius", 1.0)))
+    if name in ("Isothermal", "IsothermalCore"):
+        ell = _ag_ell(name, kw)
+        q = _q_phi(*ell)[0]
+        theta_e = _ag_isothermal_radius(float(kw.get("einstein_radius", 1.0)), q)
+        if name == "Isothermal":
+            return SIE(centre=centre, ell_comps=ell, einstein_radius=theta_e)
+        _require(f"autogalaxy {name}", kw, ("core_radius",))
+        core = float(kw["core_radius"]) * math.sqrt(q)
+        return NIE(centre=centre, ell_comps=ell, einstein_radius=theta_e, core_radius=core)
+    if name == "PowerLaw":
+        ell = _ag_ell(name, kw)
+        q = _q_phi(*ell)[0]
+        slope = float(kw.get("slope", 2.0))
+        factor = math.sqrt(q) * ((1.0 + q) / 2.0) ** (-1.0 / (slope - 1.0))
+        theta_e = float(kw.get("einstein_radius", 1.0)) * factor
+        return PowerLaw(centre=centre, ell_comps=ell, einstein_radius=theta_e, slope=slope)
+    if name in ("NFWSph", "NFW"):
+        ell = _ag_ell(name, kw) if name == "NFW" else (0.0, 0.0)
+        _positive(f"autogalaxy {name}", "scale_radius", kw.get("scale_radius", 1.0))
+        rs = float(kw.get("scale_radius", 1.0)) * math.sqrt(_q_phi(*ell)[0])
+        return NFW(
+            centre=centre, ell_comps=ell, kappa_s=float(kw.get("kappa_s", 0.05)), scale_radius=rs
+        )
+    if name == "PointMass":
+        return PointMass(centre=centre, einstein_radius=float(kw.get("einstein_radius", 1.0)))
+    if name == "ExternalShear":
+        return ExternalShear(
+            gamma_1=float(kw.get("gamma_1", 0.0)), gamma_2=float(kw.get("gamma_2", 0.0))
+        )
+    if name == "MassSheet":
+        return MassSheet(kappa=float(kw.get("kappa", 0.0)), centre=centre)
+    if name == "PowerLawMultipole":
+        _require(f"autogalaxy {name}", kw, ("m", "multipole_comps"))
+        m = int(kw["m"])
+        if float(kw.get("slope", 2.0)) != 2.0 or m < 2:
+            raise ValueError(
+                "autogalaxy PowerLawMultipole: only slope = 2 and m >= 2 have a twinlens "
+                f"equivalent (Multipole), got slope={kw.get('slope', 2.0)!r}, m={m}"
+            )
+        theta_e = float(kw.get("einstein_radius", 1.0))
+        k_sin, k_cos = _floats(kw["multipole_comps"])
+        return Multipole(
+            m=m,
+            amplitude=math.hypot(k_sin, k_cos) * theta_e,
+            angle=math.degrees(math.atan2(k_sin, k_cos) / m),
+            centre=centre,
+            einstein_radius=theta_e,
+        )
+    raise ValueError(
+        f"no converter from autogalaxy's {name!r}; supported: Gaussian, IsothermalSph, "
+        "Isothermal, IsothermalCore, PowerLaw, NFWSph, NFW, PointMass, ExternalShear, MassSheet, "
+        "PowerLawMultipole"
+    )
 
 
 def to_autogalaxy(profile: MassProfile) -> tuple[str, dict[str, Any]]:
     """``(name, kwargs)`` such that ``autogalaxy.mp.<name>(**kwargs)`` equals ``profile``."""
-    if type(profile) is Gaussian:
-        cx, cy = (float(c) for c in profile.centre)
-        e1, e2 = (float(e) for e in profile.ell_comps)
-        return "Gaussian", {
-            "centre": (cy, cx),
-            "ell_comps": (e2, e1),
-            "intensity": float(profile.intensity),
-            "sigma": float(profile.sigma) * _sqrt_q(e1, e2),
-            "mass_to_light_ratio": float(profile.mass_to_light_ratio),
+    kind = type(profile)
+    kw: dict[str, Any] = {}
+    if hasattr(profile, "centre"):
+        cx, cy = _floats(profile.centre)
+        kw["centre"] = (cy, cx)
+    q = 1.0
+    if hasattr(profile, "ell_comps"):
+        e1, e2 = _floats(profile.ell_comps)
+        kw["ell_comps"] = (e2, e1)
+        q = _q_phi(e1, e2)[0]
+    if kind is Gaussian:
+        kw.update(
+            intensity=float(profile.intensity),
+            sigma=float(profile.sigma) * math.sqrt(q),
+            mass_to_light_ratio=float(profile.mass_to_light_ratio),
+        )
+        return "Gaussian", kw
+    if kind is SIS:
+        return "IsothermalSph", {**kw, "einstein_radius": float(profile.einstein_radius)}
+    if kind in (SIE, NIE):
+        kw["einstein_radius"] = float(profile.einstein_radius) * (1.0 + q) / (2.0 * math.sqrt(q))
+        if kind is SIE:
+            return "Isothermal", kw
+        return "IsothermalCore", {**kw, "core_radius": float(profile.core_radius) / math.sqrt(q)}
+    if kind is PowerLaw:
+        slope = float(profile.slope)
+        factor = ((1.0 + q) / 2.0) ** (1.0 / (slope - 1.0)) / math.sqrt(q)
+        kw.update(einstein_radius=float(profile.einstein_radius) * factor, slope=slope)
+        return "PowerLaw", kw
+    if kind is NFW:
+        kw.update(
+            kappa_s=float(profile.kappa_s), scale_radius=float(profile.scale_radius) / math.sqrt(q)
+        )
+        if kw["ell_comps"] == (0.0, 0.0):
+            del kw["ell_comps"]
+            return "NFWSph", kw
+        return "NFW", kw
+    if kind is PointMass:
+        return "PointMass", {**kw, "einstein_radius": float(profile.einstein_radius)}
+    if kind is ExternalShear:
+        if _floats(profile.origin) != (0.0, 0.0):
+            raise ValueError("autogalaxy's ExternalShear has no origin; this one's is not (0, 0)")
+        return "ExternalShear", {
+            "gamma_1": float(profile.gamma_1),
+            "gamma_2": float(profile.gamma_2),
         }
-    raise ValueError(f"no converter to autogalaxy for {type(profile).__name__}")
+    if kind is MassSheet:
+        return "MassSheet", {**kw, "kappa": float(profile.kappa)}
+    if kind is Multipole and int(profile.m) >= 2:
+        m = int(profile.m)
+        theta_e = float(profile.einstein_radius)
+        k = float(profile.amplitude) / theta_e
+        phi_m = math.radians(float(profile.angle))
+        return "PowerLawMultipole", {
+            **kw,
+            "m": m,
+            "einstein_radius": theta_e,
+            "slope": 2.0,
+            "multipole_comps": (k * math.sin(m * phi_m), k * math.cos(m * phi_m)),
+        }
+    raise ValueError(f"no converter to autogalaxy for {kind.__name__}")

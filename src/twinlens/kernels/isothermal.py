@@ -12,14 +12,14 @@ isothermal, with no hidden core). Writing ``s_K = s / sqrt(q)``, ``eps = sqrt(1 
     alpha_x' = A / eps * arctan(eps x' / (psi + s_K)),
     alpha_y' = A / eps * arctanh(eps y' / (psi + q^2 s_K)),
 
-evaluated as ``A u f(eps u)`` with ``f(z) = arctan(z) / z`` (and ``arctanh(z) / z``), which
-have series at small ``z``: the same expression is exact at ``q = 1`` and as ``q -> 1``, with
-derivatives in ``q`` free of the ``1 / eps`` cancellation. The hessian and potential follow in
-closed form from the same quantities.
+evaluated as ``A u f(eps u)`` with ``f(z) = arctan(z) / z`` (and ``arctanh(z) / z``), smooth
+through ``z = 0`` (:mod:`twinlens.kernels.inverse_trig`): the same expression is exact at
+``q = 1`` and as ``q -> 1``, with derivatives in ``q`` free of the ``1 / eps`` cancellation.
+The hessian and potential follow in closed form from the same quantities.
 
 At the centre of a singular profile (``s = 0``, ``r = 0``) the squared radius is floored at
-``1e-60`` (r = 1e-30, so that derivatives stay finite): the deflection there is 0 (the average over directions) and the convergence a huge
-finite number, never NaN.
+``1e-60`` (r = 1e-30, so that derivatives stay finite): the deflection there is 0 (the
+average over directions) and the convergence a huge finite number, never NaN.
 
 For a traced ellipticity (JAX), ``(q, phi)`` come from ``(e1, e2)`` inside the kernel. At
 ``e = (0, 0)`` the angle is undefined although the field is smooth in ``(e1, e2)``, so below
@@ -38,7 +38,8 @@ from twinlens.kernels.geometry import (
     hessian_from_profile_frame,
     to_profile_frame,
 )
-from twinlens.kernels.ops import arctan, arctanh, log, maximum, pi, pointwise, sqrt, where
+from twinlens.kernels.inverse_trig import arctan_ratio, arctanh_ratio
+from twinlens.kernels.ops import log, maximum, pi, pointwise, sqrt, where
 from twinlens.kernels.registry import Kernel, register
 from twinlens.kernels.tolerance import Tolerance
 
@@ -46,26 +47,6 @@ from twinlens.kernels.tolerance import Tolerance
 E_TAYLOR = 1e-7
 #: the floor of squared radii at the centre of a singular profile
 R2_FLOOR = 1e-60
-
-
-@pointwise
-def arctan_ratio(z):
-    """``arctan(z) / z``, equal to 1 at ``z = 0``; a series below ``|z| = 1e-3``."""
-    small = abs(z) < 1e-3
-    zs = where(small, 1.0, z)
-    z2 = z * z
-    series = 1.0 + z2 * (-1.0 / 3.0 + z2 * (1.0 / 5.0 - z2 / 7.0))
-    return where(small, series, arctan(zs) / zs)
-
-
-@pointwise
-def arctanh_ratio(z):
-    """``arctanh(z) / z`` for ``|z| < 1``, equal to 1 at ``z = 0``; a series below 1e-3."""
-    small = abs(z) < 1e-3
-    zs = where(small, 0.5, z)
-    z2 = z * z
-    series = 1.0 + z2 * (1.0 / 3.0 + z2 * (1.0 / 5.0 + z2 / 7.0))
-    return where(small, series, arctanh(zs) / zs)
 
 
 @pointwise

@@ -6,6 +6,8 @@ import dataclasses
 import math
 from typing import Any
 
+import numpy as np
+
 from twinlens.backend import array_module, resolve_backend
 from twinlens.backend.concrete import is_concrete
 from twinlens.fields import ValueIdentity
@@ -16,11 +18,12 @@ from twinlens.profiles.checks import check_axis_ratio
 
 
 def _numbers(obj: ValueIdentity) -> list:
-    """Every field value, tuples flattened (what may be a tracer)."""
+    """Every field value, tuples flattened and nested profiles opened (what may be a tracer)."""
     out: list = []
     for f in dataclasses.fields(obj):
         v = getattr(obj, f.name)
-        out.extend(v if isinstance(v, tuple) else (v,))
+        for item in v if isinstance(v, tuple) else (v,):
+            out.extend(_numbers(item) if isinstance(item, ValueIdentity) else (item,))
     return out
 
 
@@ -32,6 +35,20 @@ def positions(xy: Any, backend: str) -> tuple[Any, Any, Any]:
     if arr.ndim < 1 or arr.shape[-1] != 2:
         raise ValueError(f"xy must have shape (..., 2) holding (x, y) pairs, got {arr.shape}")
     return arr[..., 0], arr[..., 1], xp
+
+
+def assemble(xp: Any, parts: list, shape: tuple[int, ...]) -> Any:
+    """Components ``parts`` (arrays of one shape, in C order) as one array of trailing
+    ``shape``: ``np.stack`` on numpy; on JAX a scatter into zeros, because XLA fuses a kernel
+    into a ``stack`` and then evaluates it once per output element (measured 15 ms against
+    3.5 ms for a power-law deflection on 160,000 points)."""
+    first = parts[0]
+    if xp is np:
+        return np.stack(parts, axis=-1).reshape(*first.shape, *shape)
+    out = xp.zeros((*first.shape, len(parts)), dtype=first.dtype)
+    for i, part in enumerate(parts):
+        out = out.at[..., i].set(part)
+    return out.reshape(*first.shape, *shape)
 
 
 def all_concrete(*values: Any) -> bool:
@@ -71,7 +88,7 @@ class MassProfile(ValueIdentity):
         b = self._backend(xy, backend)
         x, y, xp = positions(xy, b)
         ax, ay = self._deflections(x, y, b)
-        return xp.stack([ax, ay], axis=-1)
+        return assemble(xp, [ax, ay], (2,))
 
     def hessian(self, xy: Any, backend: str | None = None) -> Any:
         """Hessian of the lensing potential, ``(..., 2, 2)``:
@@ -79,7 +96,7 @@ class MassProfile(ValueIdentity):
         b = self._backend(xy, backend)
         x, y, xp = positions(xy, b)
         hxx, hxy, hyy = self._hessian(x, y, b)
-        return xp.stack([xp.stack([hxx, hxy], axis=-1), xp.stack([hxy, hyy], axis=-1)], axis=-2)
+        return assemble(xp, [hxx, hxy, hxy, hyy], (2, 2))
 
     def potential(self, xy: Any, backend: str | None = None) -> Any:
         """Lensing potential, arcsec^2 (zero at the profile centre)."""
@@ -96,8 +113,8 @@ class MassProfile(ValueIdentity):
         """Shear ``(..., 2)`` as ``(gamma_1, gamma_2) = ((psi_xx - psi_yy) / 2, psi_xy)``."""
         b = self._backend(xy, backend)
         h = self.hessian(xy, b)
-        return array_module(b).stack(
-            lensing.shear(h[..., 0, 0], h[..., 0, 1], h[..., 1, 1]), axis=-1
+        return assemble(
+            array_module(b), list(lensing.shear(h[..., 0, 0], h[..., 0, 1], h[..., 1, 1])), (2,)
         )
 
     # subclasses ---------------------------------------------------------------------------
