@@ -83,3 +83,21 @@ def test_sie_matches_lenstronomy_epl_at_slope_2():
     sie = convert.from_lenstronomy("SIE", {"theta_E": 1.2, **ELL})
     err = np.linalg.norm(sie.deflections(XY) - np.stack([ax, ay], -1), axis=-1)
     assert np.max(err / np.hypot(ax, ay)) < 1e-12
+
+
+@pytest.mark.parametrize("m", [1, 3, 4])
+def test_elliptical_multipole_matches_lenstronomy_up_to_its_uniform_deflection(m):
+    # lenstronomy's MULTIPOLE_ELL potential carries a first angular harmonic that ours does not:
+    # a uniform deflection a_m (A cos(m phi_m), B sin(m phi_m)) (a gauge: it moves the source
+    # plane rigidly and changes no image, magnification or time-delay difference)
+    from lenstronomy.LensModel.lens_model import LensModel
+
+    from twinlens.kernels.multipole import lenstronomy_gauge
+
+    kwargs = {"m": m, "a_m": 0.05, "phi_m": 0.3, "q": 0.7, "center_x": 0.05, "r_E": 1.2}
+    ax, ay = LensModel(["MULTIPOLE_ELL"]).alpha(XY[:, 0], XY[:, 1], [kwargs])
+    gauge_a, gauge_b = lenstronomy_gauge(m, 0.7)
+    offset = 0.05 * np.array([gauge_a * np.cos(m * 0.3), gauge_b * np.sin(m * 0.3)])
+    ours = np.asarray(convert.from_lenstronomy("MULTIPOLE_ELL", kwargs).deflections(XY)) + offset
+    ref = np.stack([ax, ay], axis=-1)
+    assert np.max(np.abs(ours - ref)) < 1e-12 * np.max(np.abs(ref))

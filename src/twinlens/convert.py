@@ -14,34 +14,40 @@ lenstronomy
 Keys ``center_x, center_y`` (``ra_0, dec_0`` for ``SHEAR`` and ``CONVERGENCE``) are our
 ``centre``; ``e1, e2`` are our ``ell_comps``; angles are radians there and degrees here.
 
-========================  =====================================================================
-``GAUSSIAN_ELLIPSE_KAPPA`` ``Gaussian``: ``mass_to_light_ratio * intensity = amp / (2 pi sigma^2)``
-``MULTI_GAUSSIAN_...``     ``MGE``, componentwise; ``scale_factor`` multiplies every ``amp``
-``SIS``                    ``SIS``: ``theta_E``
-``SIE``                    ``SIE``: ``theta_E`` (lenstronomy's SIE is its NIE with a 1e-10" core:
-                           the two differ by ~1e-9 relative within 0.02" of the centre)
-``NIE``                    ``NIE``: ``theta_E``, ``core_radius = s_scale`` (no factor of q)
-``EPL``, ``EPL_NUMBA``     ``PowerLaw``: ``einstein_radius = theta_E``, ``slope = gamma``
-``NFW``                    round ``NFW``: ``scale_radius = Rs``,
-                           ``alpha_Rs = 4 kappa_s Rs (1 + ln(1/2))`` (the deflection at Rs)
-``NFW_ELLIPSE_CSE``        elliptical ``NFW``, same radius convention (lenstronomy's cored-steep
-                           ellipsoid fit is itself accurate to ~5e-6)
-``POINT_MASS``             ``PointMass``: ``theta_E``
-``SHEAR``                  ``ExternalShear``: ``gamma1, gamma2``, ``origin = (ra_0, dec_0)``
-``SHEAR_GAMMA_PSI``        ``ExternalShear``: ``gamma_1 = gamma_ext cos(2 psi_ext)``, ``gamma_2 =
-                           gamma_ext sin(2 psi_ext)`` (from lenstronomy only)
-``CONVERGENCE``            ``MassSheet``: ``kappa``, ``centre = (ra_0, dec_0)``
-``MULTIPOLE``              ``Multipole``: ``m, amplitude = a_m, angle = phi_m, einstein_radius =
-                           r_E``
-``MULTIPOLE_ELL``          ``EllipticalMultipole``: as ``MULTIPOLE`` plus ``axis_ratio = q``; the
-                           released versions (to 1.14) fix the reference ellipse along +x, so
-                           ``reference_angle = 0``
-``EPL_MULTIPOLE_M1M3M4``   ``MassSum(PowerLaw, Multipole m = 1, 3, 4)``: ``amplitude = a{m}_a
-                           theta_E / sqrt(q)``, ``angle = phi + delta_phi_m{m}``, ``r_E = theta_E``
-``..._M1M3M4_ELL``         the same with ``EllipticalMultipole`` (``axis_ratio = q``,
-                           ``reference_angle = 0`` as lenstronomy computes it), ``amplitude = a{m}_a
-                           theta_E``
-========================  =====================================================================
+``GAUSSIAN_ELLIPSE_KAPPA``
+    ``Gaussian``: ``mass_to_light_ratio * intensity = amp / (2 pi sigma^2)``, same ``sigma``.
+``MULTI_GAUSSIAN_ELLIPSE_KAPPA``
+    ``MGE``, componentwise; ``scale_factor`` multiplies every ``amp``.
+``SIS``, ``POINT_MASS``
+    ``SIS``, ``PointMass``: ``einstein_radius = theta_E``.
+``SIE``
+    ``SIE``: ``einstein_radius = theta_E``. lenstronomy's SIE is its NIE with a 1e-10" core, so
+    the two differ by up to ~1e-8 relative within 0.02" of the centre.
+``NIE``
+    ``NIE``: ``einstein_radius = theta_E``, ``core_radius = s_scale`` (no factor of ``q``).
+``EPL``, ``EPL_NUMBA``
+    ``PowerLaw``: ``einstein_radius = theta_E``, ``slope = gamma``.
+``NFW``, ``NFW_ELLIPSE_CSE``
+    ``NFW`` (round, or elliptical with the same radius convention): ``scale_radius = Rs``,
+    ``alpha_Rs = 4 kappa_s Rs (1 + ln(1/2))``, the deflection at ``Rs``. lenstronomy's
+    cored-steep-ellipsoid NFW is itself a fit, accurate to about 5e-6.
+``SHEAR``, ``SHEAR_GAMMA_PSI``
+    ``ExternalShear``: ``gamma_1 = gamma1``, ``gamma_2 = gamma2``, ``origin = (ra_0, dec_0)``;
+    or ``gamma_1 = gamma_ext cos(2 psi_ext)``, ``gamma_2 = gamma_ext sin(2 psi_ext)``.
+``CONVERGENCE``
+    ``MassSheet``: ``kappa``, ``centre = (ra_0, dec_0)``.
+``MULTIPOLE``, ``MULTIPOLE_ELL``
+    ``Multipole``, ``EllipticalMultipole``: ``m``, ``amplitude = a_m``, ``angle = phi_m``,
+    ``einstein_radius = r_E``, and ``axis_ratio = q``. Released lenstronomy (to 1.14) fixes the
+    reference ellipse along +x, so ``reference_angle = 0``. lenstronomy's elliptical multipole
+    deflection is ours plus a uniform vector (its potential keeps a first angular harmonic; a
+    gauge that moves the source plane rigidly and changes no image, magnification or
+    time-delay difference): ``twinlens.kernels.multipole.lenstronomy_gauge`` gives it.
+``EPL_MULTIPOLE_M1M3M4``, ``EPL_MULTIPOLE_M1M3M4_ELL``
+    ``MassSum`` of a ``PowerLaw`` and multipoles ``m = 1, 3, 4`` with ``angle = phi +
+    delta_phi_m{m}``, ``einstein_radius = theta_E`` and ``amplitude = a{m}_a theta_E /
+    sqrt(q)`` (circular), or ``amplitude = a{m}_a theta_E``, ``axis_ratio = q`` and
+    ``reference_angle = 0`` (elliptical, as lenstronomy 1.14 computes it).
 
 autogalaxy
 ----------
@@ -49,21 +55,22 @@ autogalaxy
 elliptical radii along the major axis (``sqrt(x'^2 + y'^2 / q^2)``), we along the intermediate
 axis (``sqrt(q x'^2 + y'^2 / q)``), hence the factors of ``sqrt(q)``:
 
-=====================  ========================================================================
-``Gaussian``           ``sigma_ag = sigma sqrt(q)``; ``intensity``, ``mass_to_light_ratio`` equal
-``IsothermalSph``      ``SIS``
-``Isothermal``         ``SIE``: ``einstein_radius_ag = theta_E (1 + q) / (2 sqrt(q))``
-``IsothermalCore``     ``NIE``: as ``Isothermal``, and ``core_radius_ag = s / sqrt(q)``
-``PowerLaw``           ``PowerLaw``: ``einstein_radius_ag = theta_E ((1 + q) / 2)^(1 / (slope - 1))
-                       / sqrt(q)``
-``NFWSph``, ``NFW``    ``NFW``: ``kappa_s``; ``scale_radius_ag = scale_radius / sqrt(q)``
-``PointMass``          ``PointMass``
-``ExternalShear``      ``ExternalShear`` (``gamma_1, gamma_2`` in the same order; origin 0)
-``MassSheet``          ``MassSheet``
-``PowerLawMultipole``  ``Multipole`` with ``m >= 2`` (autogalaxy's has no ``m = 1`` at slope 2):
-                       ``multipole_comps = (k sin(m phi_m), k cos(m phi_m))``,
-                       ``k = amplitude / einstein_radius``, ``slope = 2``
-=====================  ========================================================================
+``Gaussian``
+    ``sigma_ag = sigma sqrt(q)``; ``intensity`` and ``mass_to_light_ratio`` are the same.
+``IsothermalSph``, ``PointMass``, ``MassSheet``, ``ExternalShear``
+    ``SIS``, ``PointMass``, ``MassSheet``, ``ExternalShear`` (``gamma_1, gamma_2`` in the same
+    order; no origin).
+``Isothermal``, ``IsothermalCore``
+    ``SIE``, ``NIE``: ``einstein_radius_ag = theta_E (1 + q) / (2 sqrt(q))``,
+    ``core_radius_ag = s / sqrt(q)``.
+``PowerLaw``
+    ``PowerLaw``: ``einstein_radius_ag = theta_E ((1 + q) / 2)^(1 / (slope - 1)) / sqrt(q)``.
+``NFWSph``, ``NFW``
+    ``NFW``: ``kappa_s``; ``scale_radius_ag = scale_radius / sqrt(q)``.
+``PowerLawMultipole``
+    ``Multipole`` with ``m >= 2`` (autogalaxy's has no ``m = 1`` at slope 2):
+    ``multipole_comps = (k sin(m phi_m), k cos(m phi_m))``, ``k = amplitude / einstein_radius``,
+    ``slope = 2``.
 
 autogalaxy clamps its axis ratios near 1 (0.9999 or 0.99999), so for nearly round profiles its
 own evaluation of a converted profile is not exactly this one.
@@ -91,6 +98,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
+from twinlens.kernels.nfw import alpha_rs_from_kappa_s, kappa_s_from_alpha_rs
 from twinlens.profiles.base import MassProfile
 from twinlens.profiles.composite import MassSum
 from twinlens.profiles.gaussian import MGE, Gaussian
@@ -101,8 +109,6 @@ from twinlens.profiles.power_law import PowerLaw
 from twinlens.profiles.simple import ExternalShear, MassSheet, PointMass
 
 _TWO_PI = 2.0 * math.pi
-#: alpha(Rs) / (kappa_s Rs) of an NFW profile: 4 (1 + ln(1/2))
-_NFW_ALPHA_RS = 4.0 * (1.0 + math.log(0.5))
 
 
 # -- small helpers ---------------------------------------------------------------------------
@@ -192,7 +198,7 @@ def _from_l_nfw(name: str, kw: Mapping) -> MassProfile:
     _positive(f"lenstronomy {name}", "Rs", kw["Rs"])
     rs = float(kw["Rs"])
     ell = _l_ell(name, kw) if name == "NFW_ELLIPSE_CSE" else (0.0, 0.0)
-    kappa_s = float(kw["alpha_Rs"]) / (_NFW_ALPHA_RS * rs)
+    kappa_s = kappa_s_from_alpha_rs(float(kw["alpha_Rs"]), rs)
     return NFW(centre=_l_centre(kw), ell_comps=ell, kappa_s=kappa_s, scale_radius=rs)
 
 
@@ -342,7 +348,7 @@ def to_lenstronomy(profile: MassProfile) -> tuple[str, dict[str, Any]]:
         return "EPL", {**kw, **_ell_kw(profile), **_centre_kw(profile)}
     if kind is NFW:
         rs = float(profile.scale_radius)
-        kw = {"Rs": rs, "alpha_Rs": float(profile.kappa_s) * _NFW_ALPHA_RS * rs}
+        kw = {"Rs": rs, "alpha_Rs": alpha_rs_from_kappa_s(float(profile.kappa_s), rs)}
         if _floats(profile.ell_comps) == (0.0, 0.0):
             return "NFW", {**kw, **_centre_kw(profile)}
         return "NFW_ELLIPSE_CSE", {**kw, **_ell_kw(profile), **_centre_kw(profile)}

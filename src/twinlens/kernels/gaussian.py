@@ -444,7 +444,8 @@ _TIES = (("x", "centre_x"), ("y", "centre_y"))
 # vanishes because of the frame's orientation has no relative precision of its own). Near the
 # centre Shajib's varsigma = w(z1) - E w(z2) cancels to O(r): the absolute error there is a few
 # ulp of the deflection scale kappa0 sigma, hence a floor of 1e-14 kappa0 sigma (atol_scale).
-_TOL = Tolerance(rtol=1e-12, atol=1e-14, norm=True, why="varsigma cancels near the centre")
+# varsigma cancels near the centre: measured 1.1e-14 of kappa0 sigma on a zero component there
+_TOL = Tolerance(rtol=1e-12, atol=3e-14, norm=True, why="varsigma cancels near the centre")
 # Shajib's shear subtracts terms of order kappa0 to give the far-field shear, which falls as
 # 1 / r^2: the absolute error there is about 1e-13 kappa0.
 _TOL_HESSIAN = Tolerance(

@@ -52,7 +52,8 @@ def compare(
     Relative error is ``|out - ref| / s`` with ``s = |ref|`` (or the given per-element
     ``scale``) over elements where ``s > atol / rtol`` (elsewhere the absolute floor governs).
     Non-finite values must match exactly (the same infinity, or NaN against NaN); any other
-    disagreement in finiteness fails.
+    disagreement in finiteness fails. Differences below the smallest normal number pass (JAX
+    on CPUs flushes subnormals to zero).
     """
     a = np.asarray(out)
     b = np.asarray(ref)
@@ -69,7 +70,10 @@ def compare(
     max_abs = float(diff.max()) if diff.size else 0.0
     big = mag > tol.atol / max(tol.rtol, 1e-300)
     max_rel = float((diff[big] / mag[big]).max()) if np.any(big) else 0.0
-    within = bool(np.all(diff <= tol.atol + tol.rtol * mag))
+    # XLA on CPUs flushes subnormal results to zero: differences below the smallest normal
+    # float are not disagreements (they matter when a zero amplitude scales atol to zero)
+    floor = max(tol.atol, float(np.finfo(b.dtype if b.dtype.kind == "f" else float).tiny))
+    within = bool(np.all(diff <= floor + tol.rtol * mag))
     if not finiteness_ok:
         max_rel = max_abs = float("inf")
     return Agreement(max_rel, max_abs, within and finiteness_ok, int(a.size))

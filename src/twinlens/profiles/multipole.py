@@ -1,0 +1,180 @@
+"""Circular and elliptical multipole mass perturbations (lenstronomy's ``MULTIPOLE`` and
+``MULTIPOLE_ELL``); the math and conventions are in :mod:`twinlens.kernels.multipole`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from twinlens.backend.concrete import is_concrete
+from twinlens.fields import static_field
+from twinlens.kernels.multipole import ELLIPTICAL_ORDERS, is_near_round
+from twinlens.kernels.registry import get
+from twinlens.profiles.base import MassProfile
+from twinlens.profiles.checks import check_finite, check_pair, check_positive
+
+_DEG = math.pi / 180.0
+
+
+def _check_order(owner: object, m: Any, allowed: tuple[int, ...] | None) -> None:
+    name = type(owner).__name__
+    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+        raise ValueError(f"{name}.m must be an integer >= 1, got {m!r}")
+    if allowed is not None and m not in allowed:
+        raise ValueError(f"{name}.m must be one of {allowed}, got {m!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class Multipole(MassProfile):
+    """Circular multipole of order ``m`` (lenstronomy's ``MULTIPOLE``)::
+
+        kappa = amplitude cos(m (phi - angle)) / (2 r),
+
+    with potential ``amplitude r cos(m (phi - angle)) / (1 - m^2)`` for ``m >= 2`` and
+    ``(amplitude / 2) r ln(r / einstein_radius) cos(phi - angle)`` for ``m = 1``.
+
+    lenstronomy kwargs ``{m, a_m, phi_m, center_x, center_y, r_E}`` map to ``m=m,
+    amplitude=a_m, angle=degrees(phi_m), centre=(center_x, center_y), einstein_radius=r_E``.
+
+    Parameters
+    ----------
+    m : int
+        Order, >= 1; static (each order compiles its own program).
+    amplitude : float
+        ``a_m``, arcsec (the convergence is ``a_m / (2 r)`` times the angular factor).
+    angle : float
+        ``phi_m``, degrees counter-clockwise from +x.
+    centre : (float, float)
+        Arcsec.
+    einstein_radius : float
+        ``r_E``, arcsec, > 0: the radius where the ``m = 1`` potential's logarithm vanishes
+        (unused for ``m >= 2``).
+    """
+
+    m: int = static_field(default=4)
+    amplitude: float = 0.0
+    angle: float = 0.0
+    centre: tuple[float, float] = (0.0, 0.0)
+    einstein_radius: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_order(self, self.m, None)
+        check_finite(self, "amplitude", self.amplitude)
+        check_finite(self, "angle", self.angle)
+        check_pair(self, "centre", self.centre)
+        check_positive(self, "einstein_radius", self.einstein_radius)
+
+    def _call(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
+        phi_m = self.angle * _DEG
+        if quantity == "convergence":
+            args = (float(self.m), self.amplitude, phi_m)
+        elif self.m == 1:
+            quantity = f"{quantity}_m1"
+            args = (self.amplitude, phi_m, self.einstein_radius)
+        else:
+            args = (float(self.m), self.amplitude, phi_m)
+        return get(f"multipole.{quantity}")(x, y, *self.centre, *args, backend=backend)
+
+    def _convergence(self, x, y, backend):
+        return self._call("convergence", x, y, backend)
+
+    def _deflections(self, x, y, backend):
+        return self._call("deflections", x, y, backend)
+
+    def _hessian(self, x, y, backend):
+        return self._call("hessian", x, y, backend)
+
+    def _potential(self, x, y, backend):
+        return self._call("potential", x, y, backend)
+
+
+@dataclass(frozen=True, eq=False)
+class EllipticalMultipole(MassProfile):
+    """Elliptical multipole of order ``m`` in {1, 3, 4} (Paugnat & Gilman 2025; lenstronomy's
+    ``MULTIPOLE_ELL``)::
+
+        kappa = amplitude cos(m (varphi - angle)) / (2 R),
+
+    in the frame of the reference ellipse (major axis at ``reference_angle``), with
+    ``R = sqrt(q x'^2 + y'^2 / q)`` and eccentric anomaly ``varphi = arctan2(y', q x')``. At
+    ``axis_ratio = 1`` it equals :class:`Multipole` with angle ``reference_angle + angle``.
+
+    Gauge: the potential's part proportional to ``r`` has no first angular harmonic (see
+    :mod:`twinlens.kernels.multipole`); lenstronomy's deflection is ours plus a uniform vector,
+    :func:`twinlens.kernels.multipole.lenstronomy_gauge`.
+
+    lenstronomy kwargs (1.12 to 1.14, reference ellipse along +x) ``{m, a_m, phi_m, q,
+    center_x, center_y, r_E}`` map to ``m=m, amplitude=a_m, angle=degrees(phi_m),
+    axis_ratio=q, reference_angle=0, centre=(center_x, center_y), einstein_radius=r_E``; later
+    versions' ``{varphi_m, phi_ref}`` map to ``angle=degrees(varphi_m)``,
+    ``reference_angle=degrees(phi_ref)``.
+
+    Parameters
+    ----------
+    m : int
+        Order, 1, 3 or 4; static.
+    amplitude : float
+        ``a_m``, arcsec.
+    angle : float
+        ``phi_m``, degrees, measured in the reference frame as an eccentric anomaly.
+    axis_ratio : float
+        ``q`` of the reference ellipse, in (0, 1].
+    centre : (float, float)
+        Arcsec.
+    einstein_radius : float
+        ``r_E``, arcsec, > 0 (the radius where the odd orders' logarithm vanishes).
+    reference_angle : float
+        Position angle of the reference ellipse's major axis, degrees counter-clockwise from +x.
+    """
+
+    m: int = static_field(default=4)
+    amplitude: float = 0.0
+    angle: float = 0.0
+    axis_ratio: float = 1.0
+    centre: tuple[float, float] = (0.0, 0.0)
+    einstein_radius: float = 1.0
+    reference_angle: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_order(self, self.m, ELLIPTICAL_ORDERS)
+        check_finite(self, "amplitude", self.amplitude)
+        check_finite(self, "angle", self.angle)
+        q = self.axis_ratio
+        if is_concrete(q) and not 0.0 < float(q) <= 1.0:
+            raise ValueError(f"EllipticalMultipole.axis_ratio must be in (0, 1], got {q!r}")
+        check_pair(self, "centre", self.centre)
+        check_positive(self, "einstein_radius", self.einstein_radius)
+        check_finite(self, "reference_angle", self.reference_angle)
+
+    def _form(self) -> str:
+        if not is_concrete(self.axis_ratio):
+            return ""
+        return "_near_round" if is_near_round(float(self.axis_ratio)) else "_closed"
+
+    def _call(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
+        return get(f"multipole_ell_m{self.m}.{quantity}")(
+            x,
+            y,
+            *self.centre,
+            self.reference_angle * _DEG,
+            self.axis_ratio,
+            self.amplitude,
+            self.angle * _DEG,
+            self.einstein_radius,
+            backend=backend,
+        )
+
+    def _convergence(self, x, y, backend):
+        return self._call("convergence", x, y, backend)
+
+    def _deflections(self, x, y, backend):
+        return self._call(f"deflections{self._form()}", x, y, backend)
+
+    def _hessian(self, x, y, backend):
+        return self._call("hessian", x, y, backend)
+
+    def _potential(self, x, y, backend):
+        return self._call(f"potential{self._form()}", x, y, backend)
