@@ -142,7 +142,24 @@ def series_coefficients(e1: Any, e2: Any, slope: Any, n_terms: int | None = None
     k = xp.arange(1, n, dtype=xp.float64)
     t = slope - 1.0
     ratios = (2.0 * k - 2.0 + t) / (2.0 * k + 2.0 - t)
-    return xp.concatenate([xp.ones(1), xp.cumprod(ratios)])
+    coef = xp.concatenate([xp.ones(1), xp.cumprod(ratios)])
+    if jax_args and not (is_concrete(e1) and is_concrete(e2)):
+        coef = _zero_the_tail(coef, e1, e2)
+    return coef
+
+
+def _zero_the_tail(coef: Any, e1: Any, e2: Any) -> Any:
+    # A traced ellipticity: the adaptive stop of series_length, applied to the values. Terms
+    # after the first one below _STOP are set to 0, which the JAX Horner sum skips (no work for
+    # them), so the traced program costs what the ellipticity needs, not N_TRACED terms. The
+    # cut is not differentiated (it moves only where a term is below 1e-17 of the sum).
+    jax = jax_runtime.load()
+    jnp = jax.numpy
+    f = jax.lax.stop_gradient(jnp.maximum(jnp.sqrt(e1 * e1 + e2 * e2), 1e-300))
+    k = jnp.arange(coef.shape[0], dtype=jnp.float64)
+    size = jax.lax.stop_gradient(coef) * jnp.exp(k * jnp.log(f))
+    keep = jnp.concatenate([jnp.ones(1, dtype=bool), size[:-1] > _STOP])
+    return jnp.where(jnp.cumprod(keep).astype(bool), coef, 0.0)
 
 
 def _horner(zr, zi, coef):
@@ -169,9 +186,9 @@ def _horner(zr, zi, coef):
 
 
 # Horner steps unrolled in the traced program up to this length (XLA then fuses the whole sum
-# into one pass over the points); longer sums run as a scan unrolled by _SCAN_UNROLL.
+# into one pass over the points); longer sums (a traced ellipticity's) pick the shortest of a
+# few unrolled lengths that holds the non-zero coefficients.
 _UNROLL_MAX = 64
-_SCAN_UNROLL = 8
 
 
 @cache
@@ -182,27 +199,15 @@ def _horner_jax_factory():
         n = coef.shape[0]  # static
         if n <= _UNROLL_MAX:
             return _horner(zr, zi, coef)
-        # the even/odd chains of _horner, as one scan over pairs of coefficients
-        wr = zr * zr - zi * zi
-        wi = 2.0 * zr * zi
-        m = n // 2
-        pairs = coef[: 2 * m].reshape(m, 2)[::-1]  # rows (c_2k, c_2k+1), k descending
-        zero = 0.0 * zr
-        start = (zero, zero, zero, zero)
-        if n % 2:
-            start = (coef[n - 1] + zero, zero, zero, zero)
-
-        def step(carry, c):
-            er, ei, orr, oi = carry
-            return (
-                er * wr - ei * wi + c[0],
-                er * wi + ei * wr,
-                orr * wr - oi * wi + c[1],
-                orr * wi + oi * wr,
-            ), None
-
-        (er, ei, orr, oi), _ = jax.lax.scan(step, start, pairs, unroll=_SCAN_UNROLL)
-        return er + orr * zr - oi * zi, ei + orr * zi + oi * zr
+        # A traced ellipticity: the tail beyond the terms it needs is zero (_zero_the_tail).
+        # lax.switch runs one of a few fully unrolled sums (16, 32, 64, ... terms), the
+        # shortest that holds every non-zero coefficient: XLA fuses it into one pass over the
+        # points, and the branches not taken cost nothing.
+        lengths = [L for L in (16, 32, 64, 128) if L < n] + [n]
+        active = jax.numpy.sum(coef != 0.0)
+        index = jax.numpy.sum(active > jax.numpy.asarray(lengths[:-1]))
+        branches = [lambda zr, zi, c, L=L: _horner(zr, zi, c[:L]) for L in lengths]
+        return jax.lax.switch(index, branches, zr, zi, coef)
 
     return horner
 
