@@ -203,11 +203,38 @@ def _horner_jax_factory():
         # lax.switch runs one of a few fully unrolled sums (16, 32, 64, ... terms), the
         # shortest that holds every non-zero coefficient: XLA fuses it into one pass over the
         # points, and the branches not taken cost nothing.
-        lengths = [L for L in (16, 32, 64, 128) if L < n] + [n]
+        # Sums longer than _UNROLL_MAX run as a scan: fully unrolled, their expression depth
+        # overflowed the stack of XLA's CPU code generator (a segfault while compiling).
+        lengths = [L for L in (16, 32, _UNROLL_MAX) if L < n] + [n]
         active = jax.numpy.sum(coef != 0.0)
         index = jax.numpy.sum(active > jax.numpy.asarray(lengths[:-1]))
-        branches = [lambda zr, zi, c, L=L: _horner(zr, zi, c[:L]) for L in lengths]
+        branches = [
+            lambda zr, zi, c, L=L: (_horner if L <= _UNROLL_MAX else _horner_scan)(zr, zi, c[:L])
+            for L in lengths
+        ]
         return jax.lax.switch(index, branches, zr, zi, coef)
+
+    def _horner_scan(zr, zi, coef):
+        # the even/odd chains of _horner, as one scan over pairs of coefficients
+        n = coef.shape[0]
+        wr = zr * zr - zi * zi
+        wi = 2.0 * zr * zi
+        m = n // 2
+        pairs = coef[: 2 * m].reshape(m, 2)[::-1]  # rows (c_2k, c_2k+1), k descending
+        zero = 0.0 * zr
+        start = (coef[n - 1] + zero if n % 2 else zero, zero, zero, zero)
+
+        def step(carry, c):
+            er, ei, orr, oi = carry
+            return (
+                er * wr - ei * wi + c[0],
+                er * wi + ei * wr,
+                orr * wr - oi * wi + c[1],
+                orr * wi + oi * wr,
+            ), None
+
+        (er, ei, orr, oi), _ = jax.lax.scan(step, start, pairs, unroll=4)
+        return er + orr * zr - oi * zi, ei + orr * zi + oi * zr
 
     return horner
 

@@ -60,8 +60,9 @@ class MassProfile(ValueIdentity):
 
     Every method takes positions ``xy`` of shape ``(..., 2)`` (arcsec, last axis ``(x, y)``) and
     ``backend=`` (``"numba"``, ``"jax"``, ``"numpy"``; default: JAX if any input or parameter
-    is a JAX array or tracer, else the process default). Subclasses implement ``_convergence``,
-    ``_deflections``, ``_hessian`` and ``_potential`` on coordinate arrays.
+    is a JAX array or tracer, else the process default). Subclasses implement ``_call(quantity,
+    x, y, backend)`` on coordinate arrays, or override ``_convergence``, ``_deflections``,
+    ``_hessian`` and ``_potential`` one by one.
     """
 
     @classmethod
@@ -119,17 +120,23 @@ class MassProfile(ValueIdentity):
 
     # subclasses ---------------------------------------------------------------------------
 
+    def _call(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
+        """Evaluate ``quantity`` (``convergence``, ``deflections``, ``hessian``, ``potential``)
+        on coordinate arrays: the one method most profiles implement (usually a registered
+        kernel called with the profile's fields)."""
+        raise NotImplementedError(f"{type(self).__name__} computes no {quantity}")
+
     def _convergence(self, x: Any, y: Any, backend: str) -> Any:
-        raise NotImplementedError
+        return self._call("convergence", x, y, backend)
 
     def _deflections(self, x: Any, y: Any, backend: str) -> tuple[Any, Any]:
-        raise NotImplementedError
+        return self._call("deflections", x, y, backend)
 
     def _hessian(self, x: Any, y: Any, backend: str) -> tuple[Any, Any, Any]:
-        raise NotImplementedError
+        return self._call("hessian", x, y, backend)
 
     def _potential(self, x: Any, y: Any, backend: str) -> Any:
-        raise NotImplementedError
+        return self._call("potential", x, y, backend)
 
 
 def ellipse_form(e1: Any, e2: Any) -> str:

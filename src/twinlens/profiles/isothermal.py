@@ -46,15 +46,6 @@ class _Isothermal(MassProfile):
     def _convergence(self, x, y, backend):
         return self._call("convergence", x, y, backend, form="traced")
 
-    def _deflections(self, x, y, backend):
-        return self._call("deflections", x, y, backend)
-
-    def _hessian(self, x, y, backend):
-        return self._call("hessian", x, y, backend)
-
-    def _potential(self, x, y, backend):
-        return self._call("potential", x, y, backend)
-
     def _check_common(self) -> None:
         check_pair(self, "centre", self.centre)  # type: ignore[attr-defined]
         check_positive(self, "einstein_radius", self.einstein_radius)  # type: ignore[attr-defined]

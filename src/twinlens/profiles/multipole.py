@@ -77,18 +77,6 @@ class Multipole(MassProfile):
             args = (float(self.m), self.amplitude, phi_m)
         return get(f"multipole.{quantity}")(x, y, *self.centre, *args, backend=backend)
 
-    def _convergence(self, x, y, backend):
-        return self._call("convergence", x, y, backend)
-
-    def _deflections(self, x, y, backend):
-        return self._call("deflections", x, y, backend)
-
-    def _hessian(self, x, y, backend):
-        return self._call("hessian", x, y, backend)
-
-    def _potential(self, x, y, backend):
-        return self._call("potential", x, y, backend)
-
 
 @dataclass(frozen=True, eq=False)
 class EllipticalMultipole(MassProfile):
@@ -167,14 +155,8 @@ class EllipticalMultipole(MassProfile):
             backend=backend,
         )
 
-    def _convergence(self, x, y, backend):
-        return self._call("convergence", x, y, backend)
-
     def _deflections(self, x, y, backend):
         return self._call(f"deflections{self._form()}", x, y, backend)
-
-    def _hessian(self, x, y, backend):
-        return self._call("hessian", x, y, backend)
 
     def _potential(self, x, y, backend):
         return self._call(f"potential{self._form()}", x, y, backend)

@@ -59,15 +59,3 @@ class PowerLaw(MassProfile):
         return get(f"power_law.{quantity}")(
             x, y, *self.centre, *self.ell_comps, self.einstein_radius, self.slope, backend=backend
         )
-
-    def _convergence(self, x, y, backend):
-        return self._call("convergence", x, y, backend)
-
-    def _deflections(self, x, y, backend):
-        return self._call("deflections", x, y, backend)
-
-    def _hessian(self, x, y, backend):
-        return self._call("hessian", x, y, backend)
-
-    def _potential(self, x, y, backend):
-        return self._call("potential", x, y, backend)

@@ -44,18 +44,6 @@ class PointMass(MassProfile):
             x, y, *self.centre, self.einstein_radius, backend=backend
         )
 
-    def _convergence(self, x, y, backend):
-        return self._call("convergence", x, y, backend)
-
-    def _deflections(self, x, y, backend):
-        return self._call("deflections", x, y, backend)
-
-    def _hessian(self, x, y, backend):
-        return self._call("hessian", x, y, backend)
-
-    def _potential(self, x, y, backend):
-        return self._call("potential", x, y, backend)
-
 
 @dataclass(frozen=True, eq=False)
 class ExternalShear(MassProfile):
@@ -112,18 +100,6 @@ class ExternalShear(MassProfile):
             x, y, *self.origin, self.gamma_1, self.gamma_2, backend=backend
         )
 
-    def _convergence(self, x, y, backend):
-        return self._call("convergence", x, y, backend)
-
-    def _deflections(self, x, y, backend):
-        return self._call("deflections", x, y, backend)
-
-    def _hessian(self, x, y, backend):
-        return self._call("hessian", x, y, backend)
-
-    def _potential(self, x, y, backend):
-        return self._call("potential", x, y, backend)
-
 
 @dataclass(frozen=True, eq=False)
 class MassSheet(MassProfile):
@@ -148,15 +124,3 @@ class MassSheet(MassProfile):
 
     def _call(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
         return get(f"sheet.{quantity}")(x, y, *self.centre, self.kappa, backend=backend)
-
-    def _convergence(self, x, y, backend):
-        return self._call("convergence", x, y, backend)
-
-    def _deflections(self, x, y, backend):
-        return self._call("deflections", x, y, backend)
-
-    def _hessian(self, x, y, backend):
-        return self._call("hessian", x, y, backend)
-
-    def _potential(self, x, y, backend):
-        return self._call("potential", x, y, backend)
