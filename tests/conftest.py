@@ -1,5 +1,7 @@
 import os
+import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # Default run: enough examples to reach every special value, derandomised so CI is repeatable.
@@ -18,3 +20,15 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("TWINLENS_HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_jax_programs():
+    """Drop JAX's compiled programs after each test module.
+
+    Every XLA executable keeps memory mappings; the whole suite compiles thousands of programs,
+    and a process that reaches the kernel's limit on mappings (vm.max_map_count, 65530 by
+    default) crashes inside the next compile. Clearing per module keeps the count bounded."""
+    yield
+    if "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
