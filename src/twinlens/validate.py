@@ -9,6 +9,7 @@ kernel's tolerance.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -94,6 +95,14 @@ def validate_kernel(
     return rows
 
 
+def _release_jax_programs() -> None:
+    # Each compiled XLA program holds memory mappings; validating every kernel compiles
+    # hundreds, and a process past the kernel's mapping limit (vm.max_map_count, 65530 by
+    # default) crashes in the next compile. Each kernel's programs are not needed again.
+    if "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
+
+
 def _as_tuple(out) -> tuple:
     return out if isinstance(out, tuple) else (out,)
 
@@ -106,6 +115,7 @@ def run(backends: list[str] | None = None, seed: int = 0, n_points: int = 512) -
         usable = [b for b in backends if b in kernel.backends]
         missing = [b for b in backends if b not in kernel.backends]
         rows += validate_kernel(kernel, usable, seed=seed, n_points=n_points)
+        _release_jax_programs()
         rows += [
             Row(kernel.name, f"{b} vs numpy", float("nan"), float("nan"), kernel.tol.rtol,
                 kernel.tol.atol, False, 0, error=f"no {b} implementation")
