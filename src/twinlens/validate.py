@@ -95,11 +95,19 @@ def validate_kernel(
     return rows
 
 
-def _release_jax_programs() -> None:
+def _release_jax_programs(limit: int = 20_000) -> None:
     # Each compiled XLA program holds memory mappings; validating every kernel compiles
     # hundreds, and a process past the kernel's mapping limit (vm.max_map_count, 65530 by
-    # default) crashes in the next compile. Each kernel's programs are not needed again.
-    if "jax" in sys.modules:
+    # default) crashes in the next compile. Past ``limit`` mappings (Linux reports them), drop
+    # the compiled programs: each kernel's are not needed again.
+    if "jax" not in sys.modules:
+        return
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            count = sum(1 for _ in maps)
+    except OSError:  # not Linux: no such limit to watch
+        return
+    if count > limit:
         sys.modules["jax"].clear_caches()
 
 
