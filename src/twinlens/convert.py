@@ -97,9 +97,8 @@ from typing import Any
 
 import numpy as np
 
-from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
 from twinlens.kernels.nfw import alpha_rs_from_kappa_s, kappa_s_from_alpha_rs
-from twinlens.profiles.base import MassProfile
+from twinlens.profiles.base import MassProfile, axis_ratio_angle
 from twinlens.profiles.composite import MassSum
 from twinlens.profiles.gaussian import MGE, Gaussian
 from twinlens.profiles.isothermal import NIE, SIE, SIS
@@ -130,11 +129,6 @@ def _ellipticity(source: str, e1: float, e2: float, key: str = "e1, e2") -> tupl
     if not math.hypot(e1, e2) < 1.0:
         raise ValueError(f"{source}: {key} must satisfy e1^2 + e2^2 < 1, got {(e1, e2)!r}")
     return float(e1), float(e2)
-
-
-def _q_phi(e1: float, e2: float) -> tuple[float, float]:
-    q, phi = axis_ratio_from_ellipticity(float(e1), float(e2))
-    return float(q), float(phi)
 
 
 def _floats(values: Any) -> tuple[float, ...]:
@@ -246,7 +240,7 @@ _M1M3M4_KEYS = ("a1_a", "delta_phi_m1", "a3_a", "delta_phi_m3", "a4_a", "delta_p
 def _from_l_epl_multipoles(name: str, kw: Mapping) -> MassProfile:
     _require(name, kw, ("theta_E", "gamma", "e1", "e2", *_M1M3M4_KEYS))
     epl = _from_l_epl(name, kw)
-    q, phi = _q_phi(*epl.ell_comps)
+    q, phi = axis_ratio_angle(*epl.ell_comps)
     theta_e = float(kw["theta_E"])
     elliptical = name.endswith("_ELL")
     parts: list[MassProfile] = [epl]
@@ -426,7 +420,7 @@ def from_autogalaxy(name: str, kwargs: Mapping[str, Any]) -> MassProfile:
         return Gaussian(
             centre=centre,
             ell_comps=ell,
-            sigma=float(kw.get("sigma", 1.0)) / math.sqrt(_q_phi(*ell)[0]),
+            sigma=float(kw.get("sigma", 1.0)) / math.sqrt(axis_ratio_angle(*ell)[0]),
             intensity=float(kw.get("intensity", 0.1)),
             mass_to_light_ratio=float(kw.get("mass_to_light_ratio", 1.0)),
         )
@@ -434,7 +428,7 @@ def from_autogalaxy(name: str, kwargs: Mapping[str, Any]) -> MassProfile:
         return SIS(centre=centre, einstein_radius=float(kw.get("einstein_radius", 1.0)))
     if name in ("Isothermal", "IsothermalCore"):
         ell = _ag_ell(name, kw)
-        q = _q_phi(*ell)[0]
+        q = axis_ratio_angle(*ell)[0]
         theta_e = _ag_isothermal_radius(float(kw.get("einstein_radius", 1.0)), q)
         if name == "Isothermal":
             return SIE(centre=centre, ell_comps=ell, einstein_radius=theta_e)
@@ -443,7 +437,7 @@ def from_autogalaxy(name: str, kwargs: Mapping[str, Any]) -> MassProfile:
         return NIE(centre=centre, ell_comps=ell, einstein_radius=theta_e, core_radius=core)
     if name == "PowerLaw":
         ell = _ag_ell(name, kw)
-        q = _q_phi(*ell)[0]
+        q = axis_ratio_angle(*ell)[0]
         slope = float(kw.get("slope", 2.0))
         factor = math.sqrt(q) * ((1.0 + q) / 2.0) ** (-1.0 / (slope - 1.0))
         theta_e = float(kw.get("einstein_radius", 1.0)) * factor
@@ -451,7 +445,7 @@ def from_autogalaxy(name: str, kwargs: Mapping[str, Any]) -> MassProfile:
     if name in ("NFWSph", "NFW"):
         ell = _ag_ell(name, kw) if name == "NFW" else (0.0, 0.0)
         _positive(f"autogalaxy {name}", "scale_radius", kw.get("scale_radius", 1.0))
-        rs = float(kw.get("scale_radius", 1.0)) * math.sqrt(_q_phi(*ell)[0])
+        rs = float(kw.get("scale_radius", 1.0)) * math.sqrt(axis_ratio_angle(*ell)[0])
         return NFW(
             centre=centre, ell_comps=ell, kappa_s=float(kw.get("kappa_s", 0.05)), scale_radius=rs
         )
@@ -498,7 +492,7 @@ def to_autogalaxy(profile: MassProfile) -> tuple[str, dict[str, Any]]:
     if hasattr(profile, "ell_comps"):
         e1, e2 = _floats(profile.ell_comps)
         kw["ell_comps"] = (e2, e1)
-        q = _q_phi(e1, e2)[0]
+        q = axis_ratio_angle(e1, e2)[0]
     if kind is Gaussian:
         kw.update(
             intensity=float(profile.intensity),

@@ -12,7 +12,7 @@ from twinlens.backend import array_module, resolve_backend
 from twinlens.backend.concrete import is_concrete
 from twinlens.fields import ValueIdentity
 from twinlens.kernels import lensing
-from twinlens.kernels.ellipticity import ellipticity_from_axis_ratio
+from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity, ellipticity_from_axis_ratio
 from twinlens.kernels.gaussian import is_near_round
 from twinlens.profiles.checks import check_axis_ratio
 
@@ -49,6 +49,12 @@ def assemble(xp: Any, parts: list, shape: tuple[int, ...]) -> Any:
     for i, part in enumerate(parts):
         out = out.at[..., i].set(part)
     return out.reshape(*first.shape, *shape)
+
+
+def axis_ratio_angle(e1: Any, e2: Any) -> tuple[float, float]:
+    """``(q, phi)`` as Python floats from concrete ellipticity components (``phi`` in radians)."""
+    q, phi = axis_ratio_from_ellipticity(float(e1), float(e2))
+    return float(q), float(phi)
 
 
 def all_concrete(*values: Any) -> bool:

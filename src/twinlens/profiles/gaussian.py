@@ -8,20 +8,14 @@ from typing import Any
 import numpy as np
 
 from twinlens.fields import canonical
-from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
 from twinlens.kernels.registry import get
-from twinlens.profiles.base import MassProfile, ellipse_form
+from twinlens.profiles.base import MassProfile, axis_ratio_angle, ellipse_form
 from twinlens.profiles.checks import (
     check_ellipticity,
     check_finite,
     check_pair,
     check_positive,
 )
-
-
-def _q_phi(ell_comps: tuple) -> tuple[float, float]:
-    q, phi = axis_ratio_from_ellipticity(float(ell_comps[0]), float(ell_comps[1]))
-    return float(q), float(phi)
 
 
 class _GaussianFamily(MassProfile):
@@ -42,7 +36,9 @@ class _GaussianFamily(MassProfile):
     def _args(self, form: str) -> tuple:
         # the kernel parameters for one form: centre, shape, then the amplitudes
         ell = self.ell_comps  # type: ignore[attr-defined]
-        shape = () if form == "spherical" else _q_phi(ell) if form == "elliptical" else ell
+        shape = (
+            () if form == "spherical" else axis_ratio_angle(*ell) if form == "elliptical" else ell
+        )
         return (*self.centre, *shape, *self._amplitudes())  # type: ignore[attr-defined]
 
     def _call(self, quantity: str, form: str, x: Any, y: Any, backend: str) -> Any:

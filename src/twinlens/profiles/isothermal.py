@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
 from twinlens.kernels.registry import get
-from twinlens.profiles.base import MassProfile, all_concrete
+from twinlens.profiles.base import MassProfile, all_concrete, axis_ratio_angle
 from twinlens.profiles.checks import check_ellipticity, check_finite, check_pair, check_positive
 
 
@@ -36,7 +35,7 @@ class _Isothermal(MassProfile):
         if form == "spherical":
             shape: tuple = ()
         elif form == "elliptical":
-            shape = tuple(float(v) for v in axis_ratio_from_ellipticity(float(e1), float(e2)))
+            shape = axis_ratio_angle(e1, e2)
         else:
             shape = (e1, e2)
         suffix = "" if form == "traced" else f"_{form}"
