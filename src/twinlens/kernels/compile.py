@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 import warnings
 from collections.abc import Callable
@@ -49,17 +50,42 @@ def loop({args}):
 
 @cache
 def math_fingerprint(module_name: str) -> str:
-    """Hash of the sources the point math can depend on: the kernels package and its module."""
+    """Hash of the sources the point math can depend on: its module, every ``twinlens.kernels``
+    module that module imports (transitively), and the code generator and ops themselves.
+
+    Only those files count, so editing one kernel module recompiles the kernels that use it,
+    not every kernel in the package (a full recompile takes minutes).
+    """
     h = hashlib.sha256()
     package = Path(__file__).parent
-    files = sorted(package.glob("*.py"))
+    paths = {package / "compile.py", package / "ops.py"}
     module = sys.modules.get(module_name)
     if module is not None and getattr(module, "__file__", None):
-        files.append(Path(module.__file__))
-    for path in files:
+        paths |= _kernel_imports(Path(module.__file__), package)
+    for path in sorted(paths):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
+
+
+_IMPORT = re.compile(r"^from twinlens\.kernels(?:\.(\w+))? import (\([^)]*\)|[^\n]*)", re.M)
+
+
+def _kernel_imports(path: Path, package: Path) -> set[Path]:
+    """``path`` and the kernel modules it imports, followed transitively."""
+    seen: set[Path] = set()
+    todo = [path]
+    while todo:
+        current = todo.pop()
+        if current in seen or not current.exists():
+            continue
+        seen.add(current)
+        for sub, names in _IMPORT.findall(current.read_text()):
+            if sub:
+                todo.append(package / f"{sub}.py")
+            else:  # ``from twinlens.kernels import a, b``
+                todo += [package / f"{n}.py" for n in re.findall(r"\w+", names)]
+    return seen
 
 
 def _check_importable(point: Callable) -> tuple[str, str]:
