@@ -86,7 +86,7 @@ def canonical(value: Any, name: str = "value") -> Any:
     if isinstance(value, np.ndarray):
         if value.dtype == object:
             raise TypeError(f"{name}: object arrays have no value identity; use a numeric dtype")
-        copy = np.array(value, copy=True)
+        copy = np.array(value, copy=True, subok=True)  # a Batched column stays one
         copy.setflags(write=False)
         return copy
     if isinstance(value, np.generic) and value.dtype in _PY_SCALAR_DTYPES:

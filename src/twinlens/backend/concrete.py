@@ -39,9 +39,26 @@ def any_jax(*xs: Any) -> bool:
     return any(isinstance(x, jax.Array) for x in xs)
 
 
+class Batched(np.ndarray):
+    """One parameter's values across a batch of parameter sets, shape ``(n_batch, 1)``.
+
+    Numpy data, but not one value: code that picks a branch from a parameter's value must treat
+    it like a JAX tracer (:func:`is_concrete` is False), and arithmetic broadcasts it against
+    per-point arrays ``(n,)`` into ``(n_batch, n)``, as ``vmap`` would map it.
+    """
+
+
+def batched(values: Any) -> Batched:
+    """``values`` (one per batch member) as a :class:`Batched` column ``(n_batch, 1)``."""
+    return np.asarray(values, dtype=float).reshape(-1, 1).view(Batched)
+
+
 def is_concrete(x: Any) -> bool:
     """True for a value whose content is known now: a Python or numpy scalar, a numpy array,
-    or a JAX array that is not a tracer. Anything else (tracers included) is not concrete."""
+    or a JAX array that is not a tracer. Anything else (tracers and :class:`Batched` values
+    included) is not concrete."""
+    if isinstance(x, Batched):
+        return False
     if isinstance(x, (np.ndarray, *_CONCRETE_SCALARS)):
         return True
     jax = _jax()

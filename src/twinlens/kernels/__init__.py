@@ -15,6 +15,7 @@ from twinlens.kernels import (
     gaussian,  # noqa: F401
     geometry,  # noqa: F401
     isothermal,  # noqa: F401
+    light,  # noqa: F401
     mge,  # noqa: F401
     multipole,  # noqa: F401
     nfw,  # noqa: F401

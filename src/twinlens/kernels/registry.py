@@ -155,6 +155,8 @@ class Kernel:
         if backend == "jax":
             jax_runtime.check_precision(args)
             out = self.implementation("jax")(*args)
+        elif self._is_batched(args[n_in:]):
+            out = self._batched_call(backend, args[:n_in], args[n_in:])
         else:
             ins = np.broadcast_arrays(*(np.asarray(a, dtype=self.input_dtype) for a in args[:n_in]))
             shape = ins[0].shape
@@ -166,6 +168,71 @@ class Kernel:
                 for o in raw
             )
         return out[0] if len(self.outputs) == 1 else out
+
+    def _is_batched(self, pars: tuple) -> bool:
+        """A scalar param given as an array (one value per batch member), or component params
+        given per member ``(n_batch, K)``: the call evaluates a batch of parameter sets."""
+        n_fixed = len(self.params) - self.components
+        return any(np.ndim(p) > 0 for p in pars[:n_fixed]) or any(
+            np.ndim(c) > 1 for c in pars[n_fixed:]
+        )
+
+    def _batched_call(self, backend: str, ins: tuple, pars: tuple) -> tuple[np.ndarray, ...]:
+        """Evaluate ``n_batch`` parameter sets on numpy or numba; outputs ``(n_batch, n)``.
+
+        Scalar params are scalars or ``n_batch`` values (any shape, e.g. ``(n_batch, 1)``);
+        component params ``(K,)`` or ``(n_batch, K)``; inputs ``(n,)`` shared by every member or
+        ``(n_batch, n)`` one row per member.
+        """
+        dtype = self.input_dtype
+        n_fixed = len(self.params) - self.components
+        sizes = {int(np.size(p)) for p in pars[:n_fixed] if np.ndim(p) > 0}
+        sizes |= {int(np.shape(c)[0]) for c in pars[n_fixed:] if np.ndim(c) > 1}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            raise ValueError(f"{self.name}: batched params disagree on the batch size: {sizes}")
+        n_batch = sizes.pop() if sizes else 1
+        fixed = [
+            np.ascontiguousarray(np.broadcast_to(np.asarray(p, dtype).reshape(-1), (n_batch,)))
+            for p in pars[:n_fixed]
+        ]
+        comps = []
+        for c in pars[n_fixed:]:
+            c2 = np.atleast_2d(np.asarray(c, dtype))
+            comps.append(np.ascontiguousarray(np.broadcast_to(c2, (n_batch, c2.shape[-1]))))
+        arrays = np.broadcast_arrays(*(np.asarray(a, dtype) for a in ins))
+        shape = arrays[0].shape
+        if len(shape) <= 1 or (len(shape) == 2 and shape[0] == 1):
+            n_per = int(np.prod(shape[-1:], dtype=int)) if shape else 1
+            flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
+        elif len(shape) == 2 and shape[0] == n_batch:
+            n_per = shape[1]
+            flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
+        else:
+            raise ValueError(
+                f"{self.name}: for a batch of {n_batch} parameter sets the inputs must have shape "
+                f"(n,) or ({n_batch}, n), got {shape}"
+            )
+        if backend == "numba":
+            if "numba_batched" not in self._built:
+                from twinlens.kernels.compile import numba_batched_loop
+
+                self._built["numba_batched"] = numba_batched_loop(self)
+            raw = self._built["numba_batched"](n_batch, n_per, *flat, *fixed, *comps)
+            return tuple(np.asarray(o, self.dtype).reshape(n_batch, n_per) for o in raw)
+        # numpy: the point function broadcasts (n_batch, 1) params against the inputs
+        x_in = [a.reshape(-1, n_per) for a in flat]
+        col = [p[:, None] for p in fixed]
+        if not self.components:
+            raw = self._numpy_point(*x_in, *col)
+        else:
+            raw = None
+            for k in range(comps[0].shape[1]):
+                part = self._numpy_point(*x_in, *col, *(c[:, k : k + 1] for c in comps))
+                raw = part if raw is None else tuple(t + o for t, o in zip(raw, part, strict=True))
+        return tuple(
+            np.broadcast_to(np.asarray(o, self.dtype), (n_batch, n_per)).copy() for o in raw
+        )
 
 
 def _param(value: Any, dtype: str) -> Any:

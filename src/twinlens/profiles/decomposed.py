@@ -17,7 +17,13 @@ from typing import Any
 from twinlens.fields import static_field
 from twinlens.kernels import gauss_decomposition as gd
 from twinlens.profiles.base import MassProfile, _numbers, all_concrete
-from twinlens.profiles.checks import check_ellipticity, check_finite, check_pair, check_positive
+from twinlens.profiles.checks import (
+    check_ellipticity,
+    check_finite,
+    check_pair,
+    check_positive,
+    check_range,
+)
 from twinlens.profiles.gaussian import MGE
 
 
@@ -97,9 +103,7 @@ class SersicMass(_Decomposed):
         super().__post_init__()
         self._check_shape()
         check_positive(self, "effective_radius", self.effective_radius)
-        check_finite(self, "sersic_index", self.sersic_index)
-        if all_concrete(self.sersic_index) and not self.sersic_index >= 0.5:
-            raise ValueError(f"SersicMass.sersic_index must be >= 0.5, got {self.sersic_index}")
+        check_range(self, "sersic_index", self.sersic_index, 0.5)
         check_finite(self, "intensity", self.intensity)
         check_finite(self, "mass_to_light_ratio", self.mass_to_light_ratio)
 
@@ -153,9 +157,7 @@ class GNFW(_Halo):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_finite(self, "gamma", self.gamma)
-        if all_concrete(self.gamma) and not 0.0 <= self.gamma < 3.0:
-            raise ValueError(f"GNFW.gamma must be in [0, 3), got {self.gamma}")
+        check_range(self, "gamma", self.gamma, 0.0, 3.0, high_open=True)
 
     def _decompose(self):
         return gd.decompose_gnfw(self.rho_s, self.r_s, self.gamma, n_sigma=self.n_gaussians)

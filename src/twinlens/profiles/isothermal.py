@@ -7,7 +7,7 @@ from typing import Any
 
 from twinlens.kernels.registry import get
 from twinlens.profiles.base import MassProfile, all_concrete, axis_ratio_angle
-from twinlens.profiles.checks import check_ellipticity, check_finite, check_pair, check_positive
+from twinlens.profiles.checks import check_ellipticity, check_pair, check_positive, check_range
 
 
 class _Isothermal(MassProfile):
@@ -128,9 +128,7 @@ class NIE(_Isothermal):
         super().__post_init__()
         self._check_common()
         check_ellipticity(self, "ell_comps", self.ell_comps)
-        check_finite(self, "core_radius", self.core_radius)
-        if all_concrete(self.core_radius) and float(self.core_radius) < 0.0:
-            raise ValueError(f"NIE.core_radius must be >= 0, got {self.core_radius!r}")
+        check_range(self, "core_radius", self.core_radius, 0.0)
 
     def _ell(self) -> tuple:
         return self.ell_comps

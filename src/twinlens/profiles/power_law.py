@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from twinlens.backend.concrete import is_concrete
 from twinlens.kernels.registry import get
 from twinlens.profiles.base import MassProfile
-from twinlens.profiles.checks import check_ellipticity, check_pair, check_positive
+from twinlens.profiles.checks import check_ellipticity, check_pair, check_positive, check_range
 
 #: the open range of slopes the math supports; accuracy is guaranteed and tested on [1.2, 2.8]
 SLOPE_RANGE = (1.0, 3.0)
@@ -50,10 +49,7 @@ class PowerLaw(MassProfile):
         check_ellipticity(self, "ell_comps", self.ell_comps)
         check_positive(self, "einstein_radius", self.einstein_radius)
         lo, hi = SLOPE_RANGE
-        if is_concrete(self.slope) and not lo < float(self.slope) < hi:
-            raise ValueError(
-                f"PowerLaw.slope must be in the open range ({lo}, {hi}), got {self.slope!r}"
-            )
+        check_range(self, "slope", self.slope, lo, hi, low_open=True, high_open=True)
 
     def _call(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
         return get(f"power_law.{quantity}")(

@@ -1,0 +1,231 @@
+"""The imaging log-likelihood as a function of parameter vectors, one at a time or in batches.
+
+:class:`ImagingLikelihood` binds a dataset, a model (a :class:`~twinlens.fit.tracer.Tracer`
+holding every fixed value) and the paths of its free parameters. It hashes by value, so JAX
+compiles once per likelihood and chunk shape, and a rebuilt-identical likelihood reuses the
+program.
+
+Inside a search an out-of-range vector (a negative Einstein radius, ``|e| >= 1``) gives
+``-inf``: never an exception and never NaN. Each profile's own parameter checks decide what is
+in range (:func:`twinlens.profiles.checks.collect_validity`); the invalid members are evaluated
+at the model's own (valid) values, and their results replaced by ``-inf``.
+
+Batches run as one computation per chunk:
+
+* numba/numpy: the free parameters become :class:`~twinlens.backend.concrete.Batched` columns
+  and every stage (ray tracing, light, binning, convolution, the intensity solve) runs over the
+  whole chunk in parallel;
+* JAX: ``jit(vmap(...))`` of the single evaluation.
+
+The chunk size comes from a memory budget (``memory_budget`` bytes, by default a quarter of the
+free memory of the machine, or half the free memory of the GPU), or is given.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from twinlens.backend import resolve_backend
+from twinlens.backend.concrete import batched
+from twinlens.fields import ValueIdentity, static_field
+from twinlens.fit.imaging import Imaging
+from twinlens.fit.likelihood import blurred_terms, solve_and_score
+from twinlens.fit.tracer import Tracer
+from twinlens.model.paths import get_path, parameter_paths, set_paths
+from twinlens.profiles.checks import collect_validity
+
+__all__ = ["ImagingLikelihood"]
+
+
+@dataclass(frozen=True, eq=False)
+class ImagingLikelihood(ValueIdentity):
+    """``log L(vector)`` for an imaging dataset and a model with free parameters.
+
+    Parameters
+    ----------
+    dataset : Imaging
+    model : Tracer
+        Holds every parameter's value; the free ones are replaced from each vector.
+    free : tuple of str
+        Paths of the free parameters (see :func:`twinlens.model.parameter_paths`), in vector
+        order. Default: every scalar parameter of ``model``.
+    """
+
+    dataset: Imaging = static_field()
+    model: Tracer = static_field()
+    free: tuple = static_field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.free:
+            object.__setattr__(self, "free", tuple(parameter_paths(self.model)))
+        super().__post_init__()
+        if not isinstance(self.dataset, Imaging):
+            raise TypeError("ImagingLikelihood.dataset must be an Imaging")
+        if not isinstance(self.model, Tracer):
+            raise TypeError("ImagingLikelihood.model must be a Tracer")
+        if len(set(self.free)) != len(self.free):
+            raise ValueError(f"ImagingLikelihood.free repeats a path: {self.free}")
+        for path in self.free:
+            value = get_path(self.model, path)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise ValueError(f"{path!r} is not a scalar parameter (it holds {value!r})")
+
+    @property
+    def n_params(self) -> int:
+        return len(self.free)
+
+    @property
+    def reference(self) -> np.ndarray:
+        """The model's own values of the free parameters (valid by construction)."""
+        return np.array([float(get_path(self.model, p)) for p in self.free])
+
+    def instance(self, vector: Any) -> Tracer:
+        """The model at ``vector`` (raises a clear error for an out-of-range value)."""
+        v = self._check_vectors(np.atleast_2d(np.asarray(vector, dtype=float)))[0]
+        return set_paths(self.model, dict(zip(self.free, map(float, v), strict=True)))
+
+    # -- evaluation --------------------------------------------------------------------------
+
+    def __call__(self, vector: Any, backend: str | None = None) -> float:
+        """``log L`` at one parameter vector (``-inf`` outside the valid ranges)."""
+        return float(self.batch(np.atleast_2d(np.asarray(vector, dtype=float)), backend)[0])
+
+    def batch(
+        self,
+        vectors: Any,
+        backend: str | None = None,
+        *,
+        memory_budget: float | None = None,
+        chunk_size: int | None = None,
+        progress: bool = False,
+    ) -> np.ndarray:
+        """``log L`` for each row of ``vectors (n_batch, n_params)``, as an ``(n_batch,)`` array.
+
+        ``memory_budget`` (bytes) bounds the memory a chunk may use; ``chunk_size`` sets the
+        chunk directly. ``progress`` prints one line per chunk.
+        """
+        backend = resolve_backend(backend)
+        values = self._check_vectors(np.asarray(vectors, dtype=float))
+        size = chunk_size or self.chunk_size(backend, memory_budget)
+        if not (isinstance(size, int) and size >= 1):
+            raise ValueError(f"chunk_size must be an integer >= 1, got {size!r}")
+        out = np.empty(values.shape[0])
+        n_chunks = math.ceil(values.shape[0] / size)
+        for i in range(n_chunks):
+            chunk = values[i * size : (i + 1) * size]
+            if backend == "jax":
+                out[i * size : i * size + chunk.shape[0]] = self._jax_chunk(chunk, size)
+            else:
+                out[i * size : i * size + chunk.shape[0]] = self._array_chunk(chunk, backend)
+            if progress:
+                print(f"chunk {i + 1}/{n_chunks}: {min((i + 1) * size, len(values))} vectors")
+        bad = np.isnan(out)
+        if bad.any():
+            warnings.warn(
+                f"{int(bad.sum())} vectors gave NaN inside the valid parameter ranges; they are "
+                "reported as -inf",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            out[bad] = -np.inf
+        return out
+
+    def _check_vectors(self, values: np.ndarray) -> np.ndarray:
+        if values.ndim != 2 or values.shape[1] != self.n_params:
+            raise ValueError(
+                f"vectors must have shape (n_batch, {self.n_params}) for the free parameters "
+                f"{self.free}, got {values.shape}"
+            )
+        return values
+
+    def _array_chunk(self, values: np.ndarray, backend: str) -> np.ndarray:
+        valid = self._validity(values)
+        safe = np.where(valid[:, None], values, self.reference[None, :])
+        columns = {p: batched(safe[:, j]) for j, p in enumerate(self.free)}
+        tracer = set_paths(self.model, columns)
+        log_l = solve_and_score(blurred_terms(tracer, self.dataset, backend), self.dataset, backend)
+        result = np.broadcast_to(np.asarray(log_l[0], dtype=float).reshape(-1), valid.shape)
+        return np.where(valid, result, -np.inf)
+
+    def _validity(self, values: np.ndarray) -> np.ndarray:
+        columns = {p: batched(values[:, j]) for j, p in enumerate(self.free)}
+        valid = np.all(np.isfinite(values), axis=1)
+        with np.errstate(all="ignore"), collect_validity() as conditions:
+            set_paths(self.model, columns)
+        for c in conditions:
+            valid &= np.broadcast_to(np.asarray(c, dtype=bool).reshape(-1), valid.shape)
+        return valid
+
+    def _jax_chunk(self, values: np.ndarray, size: int) -> np.ndarray:
+        n = values.shape[0]
+        if n < size:  # pad to the compiled chunk shape with valid vectors
+            values = np.concatenate([values, np.repeat(self.reference[None, :], size - n, 0)])
+        return np.asarray(_jax_batch()(self, values))[:n]
+
+    def _single_jax(self, vector: Any) -> Any:
+        from twinlens.backend import jax_runtime
+
+        jnp = jax_runtime.load().numpy
+        with collect_validity() as conditions:
+            set_paths(self.model, {p: vector[j] for j, p in enumerate(self.free)})
+        valid = jnp.all(jnp.isfinite(vector))
+        for c in conditions:
+            valid = valid & jnp.all(c)
+        safe = jnp.where(valid, vector, jnp.asarray(self.reference))
+        tracer = set_paths(self.model, {p: safe[j] for j, p in enumerate(self.free)})
+        log_l = solve_and_score(blurred_terms(tracer, self.dataset, "jax"), self.dataset, "jax")
+        return jnp.where(valid, log_l[0], -jnp.inf)
+
+    # -- memory -----------------------------------------------------------------------------
+
+    def bytes_per_evaluation(self) -> int:
+        """Estimated peak memory of one evaluation in a batch: the ray-traced points' arrays
+        (positions, deflections, light terms) and the padded, Fourier-transformed images."""
+        n_points = self.dataset.layout.n_points
+        terms = 1 + self.model.n_linear
+        n_pix = self.dataset.grid.n_pixels
+        return int(8 * n_points * (10 + 2 * terms) + 8 * n_pix * terms * 8)
+
+    def chunk_size(self, backend: str, memory_budget: float | None = None) -> int:
+        """Vectors per chunk under ``memory_budget`` bytes (default: see the module)."""
+        budget = memory_budget if memory_budget is not None else default_memory_budget(backend)
+        if not budget > 0:
+            raise ValueError(f"memory_budget must be > 0 bytes, got {budget!r}")
+        return max(1, min(16384, int(budget // self.bytes_per_evaluation())))
+
+
+def default_memory_budget(backend: str) -> float:
+    """Bytes a batch chunk may use: half the accelerator's free memory when JAX runs on one,
+    else a quarter of the machine's available memory."""
+    if backend == "jax":
+        from twinlens.backend import jax_runtime
+
+        device = jax_runtime.load().devices()[0]
+        stats = getattr(device, "memory_stats", lambda: None)()
+        if stats and "bytes_limit" in stats:
+            return 0.5 * (stats["bytes_limit"] - stats.get("bytes_in_use", 0))
+    try:
+        pages = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return 0.25 * pages
+    except (ValueError, OSError, AttributeError):
+        return 2.0e9
+
+
+@cache
+def _jax_batch():
+    from twinlens.backend import jax_runtime
+
+    jax = jax_runtime.load()
+
+    def run(likelihood: ImagingLikelihood, vectors: Any) -> Any:
+        return jax.vmap(likelihood._single_jax)(vectors)
+
+    # the likelihood is static: it hashes by value, so one program per likelihood and shape
+    return jax.jit(run, static_argnums=0)

@@ -1,0 +1,1 @@
+"""Datasets, PSFs, simulation and likelihoods."""

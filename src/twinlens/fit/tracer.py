@@ -1,0 +1,176 @@
+"""Galaxies and ray tracing through one lens plane.
+
+A :class:`Tracer` holds lens galaxies (mass and light) and source galaxies (light). A ray seen
+at ``theta`` left the source plane at ``beta = theta - alpha(theta)``, ``alpha`` the summed
+deflection of every lens mass profile; the image is the lens light at ``theta`` plus the source
+light at ``beta`` (surface brightness is conserved by lensing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from twinlens.backend import array_module, resolve_backend
+from twinlens.fields import ValueIdentity
+from twinlens.kernels import lensing
+from twinlens.profiles.base import MassProfile, _numbers, assemble, positions
+from twinlens.profiles.light import LightProfile
+
+__all__ = ["Galaxy", "Tracer"]
+
+
+def _as_tuple(owner: object, name: str, kind: type) -> None:
+    value = getattr(owner, name)
+    if isinstance(value, kind):
+        value = (value,)
+    value = tuple(value)
+    for i, v in enumerate(value):
+        if not isinstance(v, kind):
+            raise TypeError(
+                f"{type(owner).__name__}.{name}[{i}] must be a {kind.__name__}, got "
+                f"{type(v).__name__}"
+            )
+    object.__setattr__(owner, name, value)
+
+
+@dataclass(frozen=True, eq=False)
+class Galaxy(ValueIdentity):
+    """A galaxy: mass profiles (for a lens) and light profiles (lens light or source).
+
+    Parameters
+    ----------
+    mass : profile or tuple of profiles
+        :mod:`twinlens.mass` profiles.
+    light : profile or tuple of profiles
+        :mod:`twinlens.light` profiles (linear ones have their intensities solved by a fit).
+    """
+
+    mass: Any = ()
+    light: Any = ()
+
+    def __post_init__(self) -> None:
+        _as_tuple(self, "mass", MassProfile)
+        _as_tuple(self, "light", LightProfile)
+        super().__post_init__()
+
+
+@dataclass(frozen=True, eq=False)
+class Tracer(ValueIdentity):
+    """Lens galaxies in one plane and source galaxies behind it.
+
+    Parameters
+    ----------
+    lenses : Galaxy or tuple of Galaxy
+        Their mass deflects; their light is seen directly.
+    sources : Galaxy or tuple of Galaxy
+        Their light is seen through the lenses (any mass they hold is ignored: one lens plane).
+    """
+
+    lenses: Any = ()
+    sources: Any = ()
+
+    def __post_init__(self) -> None:
+        _as_tuple(self, "lenses", Galaxy)
+        _as_tuple(self, "sources", Galaxy)
+        super().__post_init__()
+
+    # -- coordinate-array internals (used by the likelihood) -------------------------------
+
+    def _deflections(self, x: Any, y: Any, backend: str) -> tuple[Any, Any]:
+        ax = ay = 0.0
+        for galaxy in self.lenses:
+            for profile in galaxy.mass:
+                dx, dy = profile._deflections(x, y, backend)
+                ax, ay = ax + dx, ay + dy
+        return ax, ay
+
+    def _light_terms(self, x: Any, y: Any, backend: str) -> tuple[Any, list]:
+        """``(fixed, columns)``: the summed image of parametric light profiles (``0.0`` when
+        there is none) and the unit-intensity images of linear ones, in profile order."""
+        ax, ay = self._deflections(x, y, backend)
+        bx, by = x - ax, y - ay
+        fixed: Any = 0.0
+        columns: list = []
+        for galaxies, px, py in ((self.lenses, x, y), (self.sources, bx, by)):
+            for galaxy in galaxies:
+                for profile in galaxy.light:
+                    if profile.n_linear:
+                        columns += profile._columns(px, py, backend)
+                    else:
+                        fixed = fixed + profile._image(px, py, backend)
+        return fixed, columns
+
+    @property
+    def linear_profiles(self) -> list[LightProfile]:
+        """The linear light profiles, in the order their intensities are solved."""
+        return [p for g in (*self.lenses, *self.sources) for p in g.light if p.n_linear]
+
+    @property
+    def n_linear(self) -> int:
+        """Intensities a fit solves for."""
+        return sum(p.n_linear for p in self.linear_profiles)
+
+    # -- public, positions in -------------------------------------------------------------
+
+    def _backend(self, xy: Any, backend: str | None) -> str:
+        return resolve_backend(backend, getattr(xy, "xy", xy), *_numbers(self))
+
+    def deflections(self, xy: Any, backend: str | None = None) -> Any:
+        """Summed deflection of the lens galaxies, ``(..., 2)``, arcsec."""
+        b = self._backend(xy, backend)
+        x, y, xp = positions(xy, b)
+        ax, ay = self._deflections(x, y, b)
+        return assemble(xp, [x * 0 + ax, y * 0 + ay], (2,))
+
+    def source_plane(self, xy: Any, backend: str | None = None) -> Any:
+        """``beta = theta - alpha(theta)`` for image positions ``xy (..., 2)``."""
+        b = self._backend(xy, backend)
+        x, y, xp = positions(xy, b)
+        ax, ay = self._deflections(x, y, b)
+        return assemble(xp, [x - ax, y - ay], (2,))
+
+    def image(self, xy: Any, backend: str | None = None) -> Any:
+        """Unconvolved surface brightness at image positions ``xy (..., 2)``: lens light plus
+        lensed source light, linear profiles at unit intensity."""
+        b = self._backend(xy, backend)
+        x, y, _ = positions(xy, b)
+        fixed, columns = self._light_terms(x, y, b)
+        out = x * 0 + fixed
+        for c in columns:
+            out = out + c
+        return out
+
+    def magnification(self, xy: Any, backend: str | None = None) -> Any:
+        """Signed magnification of the lens galaxies' summed mass at ``xy``."""
+        b = self._backend(xy, backend)
+        xp = array_module(b)
+        hessians = [p.hessian(xy, b) for g in self.lenses for p in g.mass]
+        if not hessians:
+            return xp.ones(xp.shape(getattr(xy, "xy", xy))[:-1])
+        h = hessians[0]
+        for extra in hessians[1:]:
+            h = h + extra
+        return lensing.magnification(h[..., 0, 0], h[..., 0, 1], h[..., 1, 1])
+
+    def with_intensities(self, intensities: Any) -> Tracer:
+        """This tracer with each linear light profile replaced by its parametric twin at the
+        given intensities (``n_linear`` values, in :attr:`linear_profiles` order): what a fit
+        solved, as a model to plot or simulate from."""
+        values = [float(v) for v in intensities]
+        if len(values) != self.n_linear:
+            raise ValueError(f"need {self.n_linear} intensities, got {len(values)}")
+        it = iter(values)
+
+        def solved(galaxy: Galaxy) -> Galaxy:
+            light = []
+            for p in galaxy.light:
+                if not p.n_linear:
+                    light.append(p)
+                elif p.n_linear == 1:
+                    light.append(p.with_intensity(next(it)))  # type: ignore[attr-defined]
+                else:
+                    light.append(p.with_intensities([next(it) for _ in range(p.n_linear)]))  # type: ignore[attr-defined]
+            return Galaxy(galaxy.mass, tuple(light))
+
+        return Tracer(tuple(solved(g) for g in self.lenses), tuple(solved(g) for g in self.sources))

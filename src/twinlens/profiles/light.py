@@ -1,0 +1,461 @@
+"""Light profiles: surface brightness of lens and source galaxies.
+
+Each parametric profile has a *linear* variant without the ``intensity`` field: a fit solves
+its intensity (a non-negative least-squares solve in the likelihood) instead of sampling it,
+which removes one free parameter per profile and makes the search easier. A linear profile's
+:meth:`~LightProfile.image` is its image at unit intensity; its columns are what the solve
+combines.
+
+Every profile's radius is the intermediate-axis elliptical radius
+``R = sqrt(q x'^2 + y'^2 / q)`` (``x'`` along the major axis), the convention of the mass
+profiles, so the flux inside ``R`` does not depend on ``q``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from twinlens.backend import resolve_backend
+from twinlens.fields import ValueIdentity, canonical
+from twinlens.kernels import light as light_kernels
+from twinlens.kernels.registry import get
+from twinlens.profiles.base import MassProfile, _numbers, positions
+from twinlens.profiles.checks import (
+    check_ellipticity,
+    check_finite,
+    check_pair,
+    check_positive,
+    check_range,
+)
+
+__all__ = [
+    "SERSIC_INDEX_RANGE",
+    "CoreSersic",
+    "Exponential",
+    "GaussianBasis",
+    "GaussianLight",
+    "LightProfile",
+    "LinearCoreSersic",
+    "LinearExponential",
+    "LinearGaussian",
+    "LinearSersic",
+    "MGELight",
+    "Sersic",
+]
+
+SERSIC_INDEX_RANGE = (0.2, 10.0)  # where b_n is computed to float64 precision on every backend
+
+
+class LightProfile(ValueIdentity):
+    """Base class of light profiles.
+
+    ``image(xy, backend=None)`` gives the surface brightness at positions ``(..., 2)``. Linear
+    variants (``n_linear > 0``) have no intensity field; ``columns`` gives the unit-intensity
+    images the likelihood solves for, and ``image`` their sum.
+    """
+
+    n_linear: ClassVar[int] = 0
+
+    def image(self, xy: Any, backend: str | None = None) -> Any:
+        """Surface brightness (intensity units) at ``xy (..., 2)``, shape ``xy.shape[:-1]``."""
+        b = resolve_backend(backend, getattr(xy, "xy", xy), *_numbers(self))
+        x, y, _ = positions(xy, b)
+        if self.n_linear:
+            cols = self._columns(x, y, b)
+            out = cols[0]
+            for c in cols[1:]:
+                out = out + c
+            return out
+        return self._image(x, y, b)
+
+    def _image(self, x: Any, y: Any, backend: str) -> Any:
+        raise NotImplementedError
+
+    def _columns(self, x: Any, y: Any, backend: str) -> list:
+        """Unit-intensity images, one per solved intensity (linear profiles)."""
+        return [self._image(x, y, backend)]
+
+    def _check_shape(self) -> None:
+        check_pair(self, "centre", self.centre)  # type: ignore[attr-defined]
+        check_ellipticity(self, "ell_comps", self.ell_comps)  # type: ignore[attr-defined]
+
+
+class _Linear:
+    """Mixin for linear variants: intensity 1, solved by the fit."""
+
+    n_linear: ClassVar[int] = 1
+    intensity: ClassVar[float] = 1.0
+
+
+def _check_sersic_index(owner: object, value: Any) -> None:
+    lo, hi = SERSIC_INDEX_RANGE
+    check_range(owner, "sersic_index", value, lo, hi)
+
+
+# -- Sersic ---------------------------------------------------------------------------------
+
+
+class _SersicFamily(LightProfile):
+    def _shape_args(self) -> tuple:
+        return (*self.centre, *self.ell_comps)  # type: ignore[attr-defined]
+
+    def _b(self) -> Any:
+        return light_kernels.sersic_b(self.sersic_index)  # type: ignore[attr-defined]
+
+    def _image(self, x, y, backend):
+        return get("light.sersic")(
+            x,
+            y,
+            *self._shape_args(),
+            self.effective_radius,  # type: ignore[attr-defined]
+            self.sersic_index,  # type: ignore[attr-defined]
+            self._b(),
+            self.intensity,  # type: ignore[attr-defined]
+            backend=backend,
+        )
+
+    def _check_sersic(self) -> None:
+        self._check_shape()
+        check_positive(self, "effective_radius", self.effective_radius)  # type: ignore[attr-defined]
+        _check_sersic_index(self, self.sersic_index)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, eq=False)
+class Sersic(_SersicFamily):
+    """Elliptical Sersic profile:
+    ``I(R) = intensity * exp(-b_n ((R / effective_radius)^(1/n) - 1))``.
+
+    ``b_n`` is exact (``P(2n, b_n) = 1/2``), so ``effective_radius`` is exactly the half-light
+    radius (lenstronomy and autogalaxy use approximations; :mod:`twinlens.convert` maps them).
+
+    Parameters
+    ----------
+    centre : (float, float)
+        arcsec.
+    ell_comps : (float, float)
+        ``(e1, e2)``, ``|e| < 1``.
+    effective_radius : float
+        Half-light radius along the intermediate axis, arcsec, > 0.
+    sersic_index : float
+        ``n`` in [0.2, 10].
+    intensity : float
+        Surface brightness at ``effective_radius``.
+    """
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    effective_radius: float = 1.0
+    sersic_index: float = 4.0
+    intensity: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_sersic()
+        check_finite(self, "intensity", self.intensity)
+
+
+@dataclass(frozen=True, eq=False)
+class LinearSersic(_Linear, _SersicFamily):
+    """:class:`Sersic` with its intensity solved by the fit."""
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    effective_radius: float = 1.0
+    sersic_index: float = 4.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_sersic()
+
+    def with_intensity(self, intensity: float) -> Sersic:
+        """The parametric profile with this intensity (e.g. the one a fit solved)."""
+        return Sersic(
+            self.centre, self.ell_comps, self.effective_radius, self.sersic_index, intensity
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Exponential(_SersicFamily):
+    """Elliptical exponential disc: the Sersic profile with ``n = 1``.
+
+    Parameters are those of :class:`Sersic` without ``sersic_index``.
+    """
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    effective_radius: float = 1.0
+    intensity: float = 1.0
+    sersic_index: ClassVar[float] = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_sersic()
+        check_finite(self, "intensity", self.intensity)
+
+
+@dataclass(frozen=True, eq=False)
+class LinearExponential(_Linear, _SersicFamily):
+    """:class:`Exponential` with its intensity solved by the fit."""
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    effective_radius: float = 1.0
+    sersic_index: ClassVar[float] = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_sersic()
+
+    def with_intensity(self, intensity: float) -> Exponential:
+        """The parametric profile with this intensity."""
+        return Exponential(self.centre, self.ell_comps, self.effective_radius, intensity)
+
+
+# -- core-Sersic ----------------------------------------------------------------------------
+
+
+class _CoreSersicFamily(_SersicFamily):
+    def _image(self, x, y, backend):
+        return get("light.core_sersic")(
+            x,
+            y,
+            *self._shape_args(),
+            self.effective_radius,  # type: ignore[attr-defined]
+            self.sersic_index,  # type: ignore[attr-defined]
+            self._b(),
+            self.break_radius,  # type: ignore[attr-defined]
+            self.gamma,  # type: ignore[attr-defined]
+            self.alpha,  # type: ignore[attr-defined]
+            self.intensity,  # type: ignore[attr-defined]
+            backend=backend,
+        )
+
+    def _check_core(self) -> None:
+        self._check_sersic()
+        check_positive(self, "break_radius", self.break_radius)  # type: ignore[attr-defined]
+        check_range(self, "gamma", self.gamma, 0.0, 2.0, high_open=True)  # type: ignore[attr-defined]
+        check_positive(self, "alpha", self.alpha)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, eq=False)
+class CoreSersic(_CoreSersicFamily):
+    """Core-Sersic profile (Graham et al. 2003): a Sersic profile outside ``break_radius`` and
+    a power law ``R^-gamma`` inside it, joined with sharpness ``alpha``; see
+    :func:`twinlens.kernels.light.core_sersic` for the formula.
+
+    Parameters
+    ----------
+    centre, ell_comps, effective_radius, sersic_index
+        As for :class:`Sersic`.
+    break_radius : float
+        arcsec, > 0.
+    gamma : float
+        Inner power-law slope, in [0, 2).
+    alpha : float
+        Sharpness of the transition, > 0.
+    intensity : float
+        Amplitude (see the kernel for its meaning).
+    """
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    effective_radius: float = 1.0
+    sersic_index: float = 4.0
+    break_radius: float = 0.1
+    gamma: float = 0.25
+    alpha: float = 3.0
+    intensity: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_core()
+        check_finite(self, "intensity", self.intensity)
+
+
+@dataclass(frozen=True, eq=False)
+class LinearCoreSersic(_Linear, _CoreSersicFamily):
+    """:class:`CoreSersic` with its intensity solved by the fit."""
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    effective_radius: float = 1.0
+    sersic_index: float = 4.0
+    break_radius: float = 0.1
+    gamma: float = 0.25
+    alpha: float = 3.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_core()
+
+    def with_intensity(self, intensity: float) -> CoreSersic:
+        """The parametric profile with this intensity."""
+        return CoreSersic(
+            self.centre,
+            self.ell_comps,
+            self.effective_radius,
+            self.sersic_index,
+            self.break_radius,
+            self.gamma,
+            self.alpha,
+            intensity,
+        )
+
+
+# -- Gaussians (the Gaussian mass kernels: the same exp(-R^2 / 2 sigma^2) shape) ------------
+
+
+class _GaussianLightFamily(LightProfile):
+    def _gaussian(self, x, y, backend, sigma, amplitude):
+        return get("gaussian.convergence")(
+            x,
+            y,
+            *self.centre,  # type: ignore[attr-defined]
+            *self.ell_comps,  # type: ignore[attr-defined]
+            sigma,
+            amplitude,
+            backend=backend,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianLight(_GaussianLightFamily):
+    """Elliptical Gaussian light: ``I = intensity * exp(-R^2 / (2 sigma^2))``.
+
+    Parameters
+    ----------
+    centre, ell_comps
+        As for :class:`Sersic`.
+    sigma : float
+        arcsec, > 0.
+    intensity : float
+        Peak surface brightness.
+    """
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    sigma: float = 1.0
+    intensity: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_shape()
+        check_positive(self, "sigma", self.sigma)
+        check_finite(self, "intensity", self.intensity)
+
+    def _image(self, x, y, backend):
+        return self._gaussian(x, y, backend, self.sigma, self.intensity)
+
+
+@dataclass(frozen=True, eq=False)
+class LinearGaussian(_Linear, _GaussianLightFamily):
+    """:class:`GaussianLight` with its intensity solved by the fit."""
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    sigma: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_shape()
+        check_positive(self, "sigma", self.sigma)
+
+    def _image(self, x, y, backend):
+        return self._gaussian(x, y, backend, self.sigma, 1.0)
+
+    def with_intensity(self, intensity: float) -> GaussianLight:
+        """The parametric profile with this intensity."""
+        return GaussianLight(self.centre, self.ell_comps, self.sigma, intensity)
+
+
+def _float_array(owner: object, name: str) -> None:
+    value = getattr(owner, name)
+    if isinstance(value, tuple):  # lists and tuples become read-only float arrays
+        object.__setattr__(owner, name, canonical(np.asarray(value, dtype=float)))
+
+
+@dataclass(frozen=True, eq=False)
+class MGELight(_GaussianLightFamily):
+    """A multi-Gaussian expansion of light: concentric elliptical Gaussians sharing centre and
+    ellipticity, summed in one kernel pass. Its mass twin, with one mass-to-light ratio, is
+    :class:`twinlens.mass.MGE` (see :meth:`to_mass`).
+
+    Parameters
+    ----------
+    sigmas : array (K,)
+        arcsec, > 0.
+    intensities : array (K,)
+        Peak surface brightness of each Gaussian.
+    centre, ell_comps
+        As for :class:`Sersic`.
+    """
+
+    sigmas: Any
+    intensities: Any
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _float_array(self, "sigmas")
+        _float_array(self, "intensities")
+        self._check_shape()
+        check_positive(self, "sigmas", self.sigmas)
+        check_finite(self, "intensities", self.intensities)
+        if np.ndim(self.sigmas) != 1 or np.shape(self.sigmas) != np.shape(self.intensities):
+            raise ValueError(
+                "MGELight.sigmas and MGELight.intensities must be 1-D of one length, got shapes "
+                f"{np.shape(self.sigmas)} and {np.shape(self.intensities)}"
+            )
+
+    def _image(self, x, y, backend):
+        return get("mge.convergence")(
+            x, y, *self.centre, *self.ell_comps, self.sigmas, self.intensities, backend=backend
+        )
+
+    def to_mass(self, mass_to_light_ratio: float = 1.0) -> MassProfile:
+        """The MGE mass profile that follows this light."""
+        from twinlens.profiles.gaussian import MGE
+
+        return MGE(self.sigmas, self.intensities, self.centre, self.ell_comps, mass_to_light_ratio)
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianBasis(_GaussianLightFamily):
+    """A linear basis of concentric elliptical Gaussians: every Gaussian's intensity is
+    solved (non-negative) by the fit, so the basis can take the shape of most smooth galaxies
+    without sampling a Sersic index.
+
+    Parameters
+    ----------
+    sigmas : array (K,)
+        arcsec, > 0 (log-spaced from below the pixel scale to the galaxy's extent works well).
+    centre, ell_comps
+        As for :class:`Sersic`.
+    """
+
+    sigmas: Any
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _float_array(self, "sigmas")
+        self._check_shape()
+        check_positive(self, "sigmas", self.sigmas)
+        if np.ndim(self.sigmas) != 1 or np.size(self.sigmas) == 0:
+            raise ValueError(f"GaussianBasis.sigmas must be 1-D, got {np.shape(self.sigmas)}")
+
+    @property
+    def n_linear(self) -> int:  # type: ignore[override]
+        return int(np.size(self.sigmas))
+
+    def _columns(self, x, y, backend):
+        return [self._gaussian(x, y, backend, s, 1.0) for s in np.asarray(self.sigmas)]
+
+    def with_intensities(self, intensities: Any) -> MGELight:
+        """The parametric expansion with these intensities."""
+        return MGELight(self.sigmas, np.asarray(intensities, float), self.centre, self.ell_comps)
