@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from twinlens.fields import ValueIdentity, static_field
+from twinlens.fields import ValueIdentity, canonical, static_field
 
 __all__ = ["Grid2D", "Grid2DIrregular", "SubPixelLayout", "bin_to_pixels"]
 
@@ -124,6 +124,9 @@ class Grid2D(ValueIdentity):
                 )
             if not mask.any():
                 raise ValueError("Grid2D.mask selects no pixel (True marks the pixels used)")
+            # store the validated array (a nested list would otherwise stay a tuple of tuples,
+            # which `used` and `layout` cannot index, and would key differently from the array)
+            object.__setattr__(self, "mask", canonical(mask, "Grid2D.mask"))
         if isinstance(self.sub_size, np.ndarray):
             sub = self.sub_size
             if sub.shape != self.shape or sub.dtype.kind not in "iu":

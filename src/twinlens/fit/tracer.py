@@ -22,8 +22,8 @@ __all__ = ["Galaxy", "Tracer"]
 
 def _as_tuple(owner: object, name: str, kind: type) -> None:
     value = getattr(owner, name)
-    if isinstance(value, kind):
-        value = (value,)
+    if isinstance(value, kind) or not isinstance(value, (tuple, list)):
+        value = (value,)  # one profile; anything else fails the check below, named
     value = tuple(value)
     for i, v in enumerate(value):
         if not isinstance(v, kind):

@@ -286,7 +286,9 @@ def jax_function(kernel: Kernel) -> Callable[..., Any]:
         return (out,) if single else tuple(out)
 
     def run(*args: Any) -> tuple:
-        shape = jnp.broadcast_shapes(*(jnp.shape(a) for a in args[:n_in]))
+        # scalar params may be arrays too (one value per row, e.g. a Gaussian basis' sigmas
+        # as a column): they broadcast with the inputs, as on the numpy backend
+        shape = jnp.broadcast_shapes(*(jnp.shape(a) for a in args[: len(args) - n_comp]))
         if n_comp:
             # a scan over the components, accumulating: one component's worth of traced
             # program (a Python loop would unroll once per component), and one component's

@@ -235,7 +235,7 @@ class _CoreSersicFamily(_SersicFamily):
 
     def _check_core(self) -> None:
         self._check_sersic()
-        check_positive(self, "break_radius", self.break_radius)  # type: ignore[attr-defined]
+        check_range(self, "break_radius", self.break_radius, 0.0)  # type: ignore[attr-defined]
         check_range(self, "gamma", self.gamma, 0.0, 2.0, high_open=True)  # type: ignore[attr-defined]
         check_positive(self, "alpha", self.alpha)  # type: ignore[attr-defined]
 
@@ -405,9 +405,11 @@ class MGELight(_GaussianLightFamily):
         self._check_shape()
         check_positive(self, "sigmas", self.sigmas)
         check_finite(self, "intensities", self.intensities)
-        if np.ndim(self.sigmas) != 1 or np.shape(self.sigmas) != np.shape(self.intensities):
+        n_s, n_i = np.shape(self.sigmas), np.shape(self.intensities)
+        if len(n_s) != 1 or n_s != n_i or n_s[0] == 0:  # as MGE: an empty sum has no kernel
             raise ValueError(
-                "MGELight.sigmas and MGELight.intensities must be 1-D of one length, got shapes "
+                "MGELight.sigmas and MGELight.intensities must be 1-D of one non-zero length, "
+                "got shapes "
                 f"{np.shape(self.sigmas)} and {np.shape(self.intensities)}"
             )
 
@@ -454,7 +456,11 @@ class GaussianBasis(_GaussianLightFamily):
         return int(np.size(self.sigmas))
 
     def _columns(self, x, y, backend):
-        return [self._gaussian(x, y, backend, s, 1.0) for s in np.asarray(self.sigmas)]
+        if backend == "jax":  # one vectorised call: a (K, n) array, not K copies of the kernel
+            sigmas = self.sigmas.reshape((-1,) + (1,) * x.ndim)  # (K, 1, ...) for any x shape
+            return list(self._gaussian(x, y, backend, sigmas, 1.0))
+        # by index, not np.asarray: under jax.jit the sigmas are a traced leaf of the pytree
+        return [self._gaussian(x, y, backend, self.sigmas[k], 1.0) for k in range(self.n_linear)]
 
     def with_intensities(self, intensities: Any) -> MGELight:
         """The parametric expansion with these intensities."""
