@@ -114,7 +114,7 @@ PIXEL_SCALE = 0.05
 SUB_SIZE = 4
 NOISE_SIGMA = 0.05
 PSF_SIZE = 21
-PSF_FWHM = 0.15  # arcsec; a Gaussian sampled at pixel centres, normalised
+PSF_FWHM = 0.1  # arcsec (design.md W5); a Gaussian sampled at pixel centres, normalised
 
 
 def _ell_comps(q: float, angle_deg: float) -> tuple[float, float]:

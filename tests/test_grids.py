@@ -73,8 +73,8 @@ def test_pixel_centres_are_symmetric_about_the_origin(shape):
     np.testing.assert_allclose(np.diff(g.x[0]), 0.1, rtol=0, atol=1e-15)
     np.testing.assert_allclose(np.diff(g.y[:, 0]), 0.1, rtol=0, atol=1e-15)
     ny, nx = shape
-    on_origin_x = nx % 2 == 1
-    assert bool(np.any(np.abs(g.x[0] - origin[0]) < 1e-15)) is on_origin_x
+    assert bool(np.any(np.abs(g.x[0] - origin[0]) < 1e-15)) is (nx % 2 == 1)
+    assert bool(np.any(np.abs(g.y[:, 0] - origin[1]) < 1e-15)) is (ny % 2 == 1)
 
 
 def test_xy_stacks_x_then_y():

@@ -399,7 +399,7 @@ def test_gaussian_basis_with_intensities_is_the_weighted_sum(backend):
     assert mge == MGELight(SIGMAS, WEIGHTS, CENTRE, ELL)
     ref = sum(gauss_ref(XY, CENTRE, ELL, s, w) for s, w in zip(SIGMAS, WEIGHTS, strict=True))
     np.testing.assert_allclose(image(mge, backend=backend), ref, rtol=1e-11)
-    with pytest.raises(ValueError, match="MGELight.sigmas and MGELight.intensities"):
+    with pytest.raises(ValueError, match=r"MGELight\.sigmas and MGELight\.intensities"):
         basis.with_intensities([1.0, 2.0])
 
 

@@ -544,3 +544,76 @@ def to_autogalaxy(profile: MassProfile) -> tuple[str, dict[str, Any]]:
             "multipole_comps": (k * math.sin(m * phi_m), k * math.cos(m * phi_m)),
         }
     raise ValueError(f"no converter to autogalaxy for {kind.__name__}")
+
+
+# -- light profiles ---------------------------------------------------------------------------
+#
+# lenstronomy's SERSIC, SERSIC_ELLIPSE and CORE_SERSIC use the same elliptical radius as ours
+# (sqrt(q x'^2 + y'^2 / q) for the same e1, e2) but the approximation
+# b_L = 1.9992 n - 0.3271 where we use the exact b_n (R_eff is then the half-light radius).
+# The profiles are equal at every point when R_eff = R_sersic (b_n / b_L)^n and
+# I_e = amp exp(b_L - b_n); for the core-Sersic the break radius, gamma and alpha carry over.
+# lenstronomy floors R at 1e-4" (and R_sersic likewise); points closer to the centre differ.
+# Images: lenstronomy multiplies surface brightness by the pixel area; twinlens images are
+# surface brightness (pixel means), so a lenstronomy image is ours times pixel_scale^2.
+
+
+def _b_lenstronomy(n: float) -> float:
+    return max(1.9992 * n - 0.3271, 1e-5)
+
+
+def light_from_lenstronomy(name: str, kwargs: Mapping[str, Any]) -> Any:
+    """Our light profile equal to lenstronomy's ``SERSIC``, ``SERSIC_ELLIPSE`` or
+    ``CORE_SERSIC`` with keyword arguments ``kwargs`` (``amp`` defaults to 1)."""
+    from twinlens.kernels.light import sersic_b
+    from twinlens.profiles.light import CoreSersic, Sersic
+
+    if name not in ("SERSIC", "SERSIC_ELLIPSE", "CORE_SERSIC"):
+        raise ValueError(
+            f"no light converter from lenstronomy's {name!r}; supported: SERSIC, "
+            "SERSIC_ELLIPSE, CORE_SERSIC"
+        )
+    _require(name, kwargs, ("R_sersic", "n_sersic"))
+    n = float(kwargs["n_sersic"])
+    b_l, b_e = _b_lenstronomy(n), float(sersic_b(n))
+    ell = (0.0, 0.0) if name == "SERSIC" else _l_ell(name, kwargs)
+    common = {
+        "centre": _l_centre(kwargs),
+        "ell_comps": ell,
+        "effective_radius": float(kwargs["R_sersic"]) * (b_e / b_l) ** n,
+        "sersic_index": n,
+        "intensity": float(kwargs.get("amp", 1.0)) * math.exp(b_l - b_e),
+    }
+    if name == "CORE_SERSIC":
+        _require(name, kwargs, ("Rb", "gamma"))
+        return CoreSersic(
+            **common,
+            break_radius=float(kwargs["Rb"]),
+            gamma=float(kwargs["gamma"]),
+            alpha=float(kwargs.get("alpha", 3.0)),
+        )
+    return Sersic(**common)
+
+
+def light_to_lenstronomy(profile: Any) -> tuple[str, dict[str, Any]]:
+    """``(name, kwargs)`` of the lenstronomy light profile equal to a :class:`Sersic`,
+    :class:`Exponential` or :class:`CoreSersic` (inverse of :func:`light_from_lenstronomy`)."""
+    from twinlens.kernels.light import sersic_b
+    from twinlens.profiles.light import CoreSersic, Exponential, Sersic
+
+    if not isinstance(profile, (Sersic, Exponential, CoreSersic)):
+        raise ValueError(f"no light converter to lenstronomy for {type(profile).__name__}")
+    n = float(profile.sersic_index)
+    b_l, b_e = _b_lenstronomy(n), float(sersic_b(n))
+    kw = {
+        "amp": float(profile.intensity) * math.exp(b_e - b_l),
+        "R_sersic": float(profile.effective_radius) * (b_l / b_e) ** n,
+        "n_sersic": n,
+        **_ell_kw(profile),
+        **_centre_kw(profile),
+    }
+    if isinstance(profile, CoreSersic):
+        kw |= {"Rb": float(profile.break_radius), "gamma": float(profile.gamma)}
+        kw["alpha"] = float(profile.alpha)
+        return "CORE_SERSIC", kw
+    return "SERSIC_ELLIPSE", kw

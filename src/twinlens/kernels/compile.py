@@ -276,7 +276,6 @@ def jax_function(kernel: Kernel) -> Callable[..., Any]:
     jax = jax_runtime.load()
     jnp = jax.numpy
     point = kernel.point
-    n_in = len(kernel.inputs)
     single = len(kernel.outputs) == 1
 
     n_comp = kernel.components
