@@ -59,9 +59,7 @@ def _peers():
 def our_model(truth: dict) -> Tracer:
     """The lenstronomy truth converted to twinlens, with the source intensity linear."""
     mass = convert.from_lenstronomy_list(truth["lens_models"], truth["kwargs_lens"])
-    source = convert.light_from_lenstronomy(
-        truth["source_models"][0], truth["kwargs_source"][0]
-    )
+    source = convert.light_from_lenstronomy(truth["source_models"][0], truth["kwargs_source"][0])
     linear = LinearSersic(
         source.centre, source.ell_comps, source.effective_radius, source.sersic_index
     )
@@ -93,8 +91,15 @@ def main() -> None:
             ],
             "source_models": ["SERSIC_ELLIPSE"],
             "kwargs_source": [
-                {"amp": 57.0, "R_sersic": 0.3, "n_sersic": 1.5, "e1": -0.088, "e2": 0.153,
-                 "center_x": 0.05, "center_y": 0.1}
+                {
+                    "amp": 57.0,
+                    "R_sersic": 0.3,
+                    "n_sersic": 1.5,
+                    "e1": -0.088,
+                    "e2": 0.153,
+                    "center_x": 0.05,
+                    "center_y": 0.1,
+                }
             ],
         }
         psf = PSF.gaussian(PSF_FWHM, PIXEL_SCALE, PSF_SIZE)
@@ -112,9 +117,17 @@ def main() -> None:
     ours = {b: like(v0, b) for b in ("numpy", "numba", "jax")}
     chi2 = {b: -2 * v - dataset.noise_normalization for b, v in ours.items()}
     if peers is not None:
-        inputs = (sim["data"], sim["noise_map"], sim["psf_kernel"], PIXEL_SCALE, SUB_SIZE,
-                  truth["lens_models"], truth["kwargs_lens"], truth["source_models"],
-                  truth["kwargs_source"])
+        inputs = (
+            sim["data"],
+            sim["noise_map"],
+            sim["psf_kernel"],
+            PIXEL_SCALE,
+            SUB_SIZE,
+            truth["lens_models"],
+            truth["kwargs_lens"],
+            truth["source_models"],
+            truth["kwargs_source"],
+        )
         ls = peers.lenstronomy_w5(*inputs)
         emit(
             **common,
@@ -135,11 +148,21 @@ def main() -> None:
             compiled = jx["batch_compile"](n)
             t = _times(lambda n=n: jx["batch"](n), 5 if n == 64 else 3, warmup=1)
             jx_rate[n] = n / (t["median_ms"] / 1e3)
-            emit(**common, case="jaxtronomy-jit(vmap)", batch=n,
-                 compile_s=compiled["compile_s"], evals_per_s=jx_rate[n], **t)
+            emit(
+                **common,
+                case="jaxtronomy-jit(vmap)",
+                batch=n,
+                compile_s=compiled["compile_s"],
+                evals_per_s=jx_rate[n],
+                **t,
+            )
     else:
-        emit(**common, case="agreement", **{f"twinlens_{b}_chi2": c for b, c in chi2.items()},
-             note="lenstronomy/jaxtronomy not installed: peers skipped")
+        emit(
+            **common,
+            case="agreement",
+            **{f"twinlens_{b}_chi2": c for b, c in chi2.items()},
+            note="lenstronomy/jaxtronomy not installed: peers skipped",
+        )
 
     # -- twinlens: one vector at a time -----------------------------------------------------
     results = {}
@@ -149,8 +172,13 @@ def main() -> None:
         first = time.perf_counter() - t0
         t = _times(lambda b=backend: like(v0 + 1e-4 * rng.normal(size=v0.size), b), repeats)
         results[backend] = t["median_ms"]
-        emit(**common, case=f"twinlens-{backend}-single", first_call_s=first,
-             ray_traced_points=dataset.layout.n_points, **t)
+        emit(
+            **common,
+            case=f"twinlens-{backend}-single",
+            first_call_s=first,
+            ray_traced_points=dataset.layout.n_points,
+            **t,
+        )
 
     # -- twinlens: batches -------------------------------------------------------------------
     rates = {}
@@ -160,11 +188,20 @@ def main() -> None:
             t0 = time.perf_counter()
             like.batch(vectors, backend, chunk_size=n)
             first = time.perf_counter() - t0
-            t = _times(lambda b=backend, v=vectors, n=n: like.batch(v, b, chunk_size=n),
-                       5 if n == 64 else 2, warmup=0)
+            t = _times(
+                lambda b=backend, v=vectors, n=n: like.batch(v, b, chunk_size=n),
+                5 if n == 64 else 2,
+                warmup=0,
+            )
             rates[(backend, n)] = n / (t["median_ms"] / 1e3)
-            emit(**common, case=f"twinlens-{backend}-batch", batch=n, first_call_s=first,
-                 evals_per_s=rates[(backend, n)], **t)
+            emit(
+                **common,
+                case=f"twinlens-{backend}-batch",
+                batch=n,
+                first_call_s=first,
+                evals_per_s=rates[(backend, n)],
+                **t,
+            )
 
     if peers is not None:
         emit(

@@ -53,6 +53,11 @@ def batched(values: Any) -> Batched:
     return np.asarray(values, dtype=float).reshape(-1, 1).view(Batched)
 
 
+def is_batched(*xs: Any) -> bool:
+    """True when any argument is a :class:`Batched` column."""
+    return any(isinstance(x, Batched) for x in xs)
+
+
 def is_concrete(x: Any) -> bool:
     """True for a value whose content is known now: a Python or numpy scalar, a numpy array,
     or a JAX array that is not a tracer. Anything else (tracers and :class:`Batched` values

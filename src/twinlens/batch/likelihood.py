@@ -36,7 +36,7 @@ from twinlens.backend import resolve_backend
 from twinlens.backend.concrete import batched
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
-from twinlens.fit.likelihood import blurred_terms, solve_and_score
+from twinlens.fit.likelihood import _evaluate, blurred_terms, solve_and_score
 from twinlens.fit.tracer import Tracer
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.profiles.checks import collect_validity
@@ -95,7 +95,19 @@ class ImagingLikelihood(ValueIdentity):
 
     def __call__(self, vector: Any, backend: str | None = None) -> float:
         """``log L`` at one parameter vector (``-inf`` outside the valid ranges)."""
-        return float(self.batch(np.atleast_2d(np.asarray(vector, dtype=float)), backend)[0])
+        backend = resolve_backend(backend)
+        v = self._check_vectors(np.atleast_2d(np.asarray(vector, dtype=float)))[0]
+        if backend == "jax":
+            value = float(_jax_single()(self, v))
+        elif not np.all(np.isfinite(v)):
+            value = -np.inf
+        else:
+            try:  # concrete values: each profile picks its fastest exact form
+                tracer = set_paths(self.model, dict(zip(self.free, map(float, v), strict=True)))
+            except ValueError:  # a parameter check refused a value: outside the valid range
+                return -np.inf
+            value = float(_evaluate(tracer, self.dataset, backend)[0])
+        return -np.inf if np.isnan(value) else value
 
     def batch(
         self,
@@ -113,7 +125,11 @@ class ImagingLikelihood(ValueIdentity):
         """
         backend = resolve_backend(backend)
         values = self._check_vectors(np.asarray(vectors, dtype=float))
-        size = chunk_size or self.chunk_size(backend, memory_budget)
+        if chunk_size is None:
+            # at most the budget; for JAX a power of two, so batch sizes share programs
+            size = min(self.chunk_size(backend, memory_budget), 1 << (len(values) - 1).bit_length())
+        else:
+            size = chunk_size
         if not (isinstance(size, int) and size >= 1):
             raise ValueError(f"chunk_size must be an integer >= 1, got {size!r}")
         out = np.empty(values.shape[0])
@@ -216,6 +232,14 @@ def default_memory_budget(backend: str) -> float:
         return 0.25 * pages
     except (ValueError, OSError, AttributeError):
         return 2.0e9
+
+
+@cache
+def _jax_single():
+    from twinlens.backend import jax_runtime
+
+    jax = jax_runtime.load()
+    return jax.jit(lambda likelihood, vector: likelihood._single_jax(vector), static_argnums=0)
 
 
 @cache

@@ -38,7 +38,10 @@ def blurred_terms(tracer: Tracer, dataset: Imaging, backend: str) -> Any:
     points = layout.points if xp is np else xp.asarray(layout.points)
     x, y = points[:, 0], points[:, 1]
     fixed, columns = tracer._light_terms(x, y, backend)
-    terms = [x * 0.0 + fixed, *columns]
+    # without parametric light the fixed image is zero: skip its binning and convolution
+    has_fixed = not (isinstance(fixed, float) and fixed == 0.0)
+    terms = [x * 0.0 + fixed] if has_fixed or not columns else []
+    terms += columns
     shape = np.broadcast_shapes(*(t.shape for t in terms))
     stack = xp.stack([xp.broadcast_to(t, shape) for t in terms], axis=-2)
     binned = bin_to_pixels(stack, layout, xp)
@@ -50,7 +53,10 @@ def blurred_terms(tracer: Tracer, dataset: Imaging, backend: str) -> Any:
     else:
         image = xp.zeros((*lead, ny * nx), dtype=binned.dtype).at[..., layout.pixels].set(binned)
     blurred = convolve(image.reshape(*lead, ny, nx), dataset.psf, xp)
-    return blurred.reshape(*lead, ny * nx)[..., dataset.mask_index]
+    out = blurred.reshape(*lead, ny * nx)[..., dataset.mask_index]
+    if len(terms) == len(columns):
+        out = xp.concatenate([xp.zeros_like(out[..., :1, :]), out], axis=-2)
+    return out
 
 
 def solve_and_score(terms: Any, dataset: Imaging, backend: str) -> tuple[Any, Any, Any]:

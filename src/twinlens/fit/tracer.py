@@ -78,11 +78,12 @@ class Tracer(ValueIdentity):
     # -- coordinate-array internals (used by the likelihood) -------------------------------
 
     def _deflections(self, x: Any, y: Any, backend: str) -> tuple[Any, Any]:
-        ax = ay = 0.0
-        for galaxy in self.lenses:
-            for profile in galaxy.mass:
-                dx, dy = profile._deflections(x, y, backend)
-                ax, ay = ax + dx, ay + dy
+        parts = [p._deflections(x, y, backend) for g in self.lenses for p in g.mass]
+        if not parts:
+            return 0.0, 0.0
+        ax, ay = parts[0]
+        for dx, dy in parts[1:]:
+            ax, ay = ax + dx, ay + dy
         return ax, ay
 
     def _light_terms(self, x: Any, y: Any, backend: str) -> tuple[Any, list]:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend import array_module, resolve_backend
-from twinlens.backend.concrete import is_concrete
+from twinlens.backend.concrete import is_batched, is_concrete
 from twinlens.fields import ValueIdentity
 from twinlens.kernels import lensing
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity, ellipticity_from_axis_ratio
@@ -51,8 +51,13 @@ def assemble(xp: Any, parts: list, shape: tuple[int, ...]) -> Any:
     return out.reshape(*first.shape, *shape)
 
 
-def axis_ratio_angle(e1: Any, e2: Any) -> tuple[float, float]:
-    """``(q, phi)`` as Python floats from concrete ellipticity components (``phi`` in radians)."""
+def axis_ratio_angle(e1: Any, e2: Any) -> tuple[Any, Any]:
+    """``(q, phi)`` from concrete ellipticity components (``phi`` in radians): Python floats,
+    or ``(n_batch, 1)`` columns for :class:`~twinlens.backend.concrete.Batched` components
+    (computed once per batch member, not once per point)."""
+    if is_batched(e1, e2):
+        q, phi = axis_ratio_from_ellipticity(np.asarray(e1), np.asarray(e2))
+        return np.asarray(q), np.asarray(phi)
     q, phi = axis_ratio_from_ellipticity(float(e1), float(e2))
     return float(q), float(phi)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from twinlens.backend.concrete import is_batched
 from twinlens.kernels.registry import get
 from twinlens.profiles.base import MassProfile, all_concrete, axis_ratio_angle
 from twinlens.profiles.checks import check_ellipticity, check_pair, check_positive, check_range
@@ -25,6 +26,8 @@ class _Isothermal(MassProfile):
 
     def _form(self) -> str:
         e1, e2 = self._ell()
+        if is_batched(e1, e2):  # per-member (q, phi), computed once per member
+            return "elliptical"
         if not all_concrete(e1, e2):
             return "traced"
         return "spherical" if float(e1) == 0.0 and float(e2) == 0.0 else "elliptical"
