@@ -46,9 +46,9 @@ def _times(fn, repeats: int, warmup: int = 2) -> dict:
 
 def _peers():
     try:
-        import w5_peers  # noqa: F401
         import jaxtronomy  # noqa: F401
         import lenstronomy  # noqa: F401
+        import w5_peers
     except ImportError:
         return None
     import w5_peers

@@ -59,6 +59,16 @@ class SubPixelLayout(ValueIdentity):
         """Ray-traced points per evaluation."""
         return int(self.points.shape[0])
 
+    @cached_property
+    def xs(self) -> np.ndarray:
+        """Sub-pixel ``x`` as one contiguous array (what compiled loops read)."""
+        return np.ascontiguousarray(self.points[:, 0])
+
+    @cached_property
+    def ys(self) -> np.ndarray:
+        """Sub-pixel ``y`` as one contiguous array."""
+        return np.ascontiguousarray(self.points[:, 1])
+
 
 def bin_to_pixels(values: Any, layout: SubPixelLayout, xp: Any = np) -> Any:
     """Average sub-pixel ``values (..., n_points)`` into pixels ``(..., n_pixels)`` in the order

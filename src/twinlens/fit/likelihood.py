@@ -35,8 +35,7 @@ def blurred_terms(tracer: Tracer, dataset: Imaging, backend: str) -> Any:
     parametric light, then each linear profile's unit-intensity image."""
     xp = array_module(backend)
     layout = dataset.layout
-    points = layout.points if xp is np else xp.asarray(layout.points)
-    x, y = points[:, 0], points[:, 1]
+    x, y = (layout.xs, layout.ys) if xp is np else (xp.asarray(layout.xs), xp.asarray(layout.ys))
     fixed, columns = tracer._light_terms(x, y, backend)
     # without parametric light the fixed image is zero: skip its binning and convolution
     has_fixed = not (isinstance(fixed, float) and fixed == 0.0)

@@ -88,7 +88,16 @@ class Tracer(ValueIdentity):
 
     def _light_terms(self, x: Any, y: Any, backend: str) -> tuple[Any, list]:
         """``(fixed, columns)``: the summed image of parametric light profiles (``0.0`` when
-        there is none) and the unit-intensity images of linear ones, in profile order."""
+        there is none) and the unit-intensity images of linear ones, in profile order.
+
+        On numba the whole tracer runs as one compiled loop when every profile allows it
+        (:mod:`twinlens.fit.fused`)."""
+        if backend == "numba" and getattr(x, "ndim", 0) == 1:
+            from twinlens.fit.fused import fused_light
+
+            fused = fused_light(self, x, y)
+            if fused is not None:
+                return fused
         ax, ay = self._deflections(x, y, backend)
         bx, by = x - ax, y - ay
         fixed: Any = 0.0

@@ -22,6 +22,7 @@ import numpy as np
 
 from twinlens.backend import BACKENDS, jax_runtime, resolve_backend
 from twinlens.kernels.domains import Arg
+from twinlens.kernels.plan import PLAN, planned
 from twinlens.kernels.tolerance import Tolerance
 
 _REGISTRY: dict[str, Kernel] = {}
@@ -151,6 +152,8 @@ class Kernel:
         if len(args) != n_in + n_par:
             names = ", ".join(a.name for a in (*self.inputs, *self.params))
             raise TypeError(f"{self.name}({names}) takes {n_in + n_par} arguments, got {len(args)}")
+        if backend == PLAN:
+            return planned(self, args)
         backend = resolve_backend(backend, *args)
         if backend == "jax":
             jax_runtime.check_precision(args)

@@ -1,0 +1,260 @@
+"""One compiled pass over the sub-pixels for a whole tracer, on numba.
+
+Ray tracing a tracer profile by profile writes every intermediate (each deflection, the source
+positions, each light term) to memory: on W5 that is ten arrays of 160,000 values per
+evaluation, and on a batch, ten arrays per member. Because every profile's math is a per-point
+function (:mod:`twinlens.kernels`), the whole model can instead be one loop: at each point,
+sum the deflections, trace the ray, and add the light, keeping everything in registers.
+
+The tracer is first *planned*: each profile is called with the backend ``"plan"``, on which a
+registered kernel returns a record of the call (:class:`PlannedOutput`) instead of computing.
+A profile whose method does more than return a kernel's output cannot be planned; the tracer
+then falls back to the profile-by-profile path. The loop is generated per plan signature (which
+kernels, in which roles), compiled once and cached on disk like every other kernel.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from twinlens.backend import numba_runtime
+from twinlens.kernels.plan import PLAN, PlannedCall, PlannedOutput
+
+__all__ = ["fused_light"]
+
+
+class Symbol:
+    """A symbolic per-point input: image-plane ``x``/``y`` or source-plane ``bx``/``by``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+IMAGE = (Symbol("x"), Symbol("y"))
+SOURCE = (Symbol("bx"), Symbol("by"))
+
+
+def _plan(tracer: Any) -> tuple[list, list, list] | None:
+    """``(mass, fixed, columns)`` planned calls, or None if some profile cannot be fused."""
+    mass, fixed, columns = [], [], []
+    try:
+        for galaxy in tracer.lenses:
+            for profile in galaxy.mass:
+                out = profile._deflections(*IMAGE, PLAN)
+                if not (
+                    isinstance(out, tuple)
+                    and len(out) == 2
+                    and all(isinstance(o, PlannedOutput) for o in out)
+                    and out[0].call is out[1].call
+                    and (out[0].index, out[1].index) == (0, 1)
+                ):
+                    return None
+                mass.append(out[0].call)
+        for galaxies, symbols in ((tracer.lenses, IMAGE), (tracer.sources, SOURCE)):
+            for galaxy in galaxies:
+                for profile in galaxy.light:
+                    outs = (
+                        profile._columns(*symbols, PLAN)
+                        if profile.n_linear
+                        else [profile._image(*symbols, PLAN)]
+                    )
+                    for o in outs:
+                        if not isinstance(o, PlannedOutput) or o.call.args[:2] != symbols:
+                            return None
+                    (columns if profile.n_linear else fixed).extend(o.call for o in outs)
+    except (TypeError, ValueError, AttributeError, NotImplementedError):
+        return None
+    for call in mass:
+        if call.args[:2] != IMAGE:
+            return None
+    return mass, fixed, columns
+
+
+def _split(call: PlannedCall) -> tuple[list, list]:
+    k = call.kernel
+    params = call.args[len(k.inputs) :]
+    n_fixed = len(k.params) - k.components
+    return list(params[:n_fixed]), list(params[n_fixed:])
+
+
+def _signature(mass: list, fixed: list, columns: list) -> tuple:
+    return tuple(
+        (role, c.kernel.name, tuple(s.name for s in c.args[: len(c.kernel.inputs)]))
+        for role, calls in (("mass", mass), ("fixed", fixed), ("column", columns))
+        for c in calls
+    )
+
+
+def fused_light(tracer: Any, xs: np.ndarray, ys: np.ndarray) -> tuple[Any, list] | None:
+    """``(fixed, columns)`` like :meth:`Tracer._light_terms` on numba, from one fused loop, or
+    None when the tracer cannot be fused. Parameters may be
+    :class:`~twinlens.backend.concrete.Batched` columns; outputs are then ``(n_batch, n)``."""
+    plan = _plan(tracer)
+    if plan is None:
+        return None
+    mass, fixed, columns = plan
+    calls = mass + fixed + columns
+    scalars, comps = [], []
+    for c in calls:
+        s, k = _split(c)
+        scalars += s
+        comps += k
+    sizes = {int(np.size(p)) for p in scalars if np.ndim(p) > 0}
+    sizes |= {int(np.shape(c)[0]) for c in comps if np.ndim(c) > 1}
+    sizes.discard(1)
+    if len(sizes) > 1:
+        return None
+    n_batch = sizes.pop() if sizes else 1
+    scalar_arrays = [
+        np.ascontiguousarray(np.broadcast_to(np.asarray(p, float).reshape(-1), (n_batch,)))
+        for p in scalars
+    ]
+    comp_arrays = []
+    for c in comps:
+        c2 = np.atleast_2d(np.asarray(c, float))
+        comp_arrays.append(np.ascontiguousarray(np.broadcast_to(c2, (n_batch, c2.shape[-1]))))
+    loop = _compiled(_signature(mass, fixed, columns), tuple(calls_key(c) for c in calls))
+    out = loop(n_batch, xs, ys, *scalar_arrays, *comp_arrays)
+    n = xs.shape[0]
+    shaped = out.reshape(out.shape[0], n_batch, n)
+    if n_batch == 1 and not sizes_given(scalars, comps):
+        shaped = shaped[:, 0, :]
+    fixed_out: Any = shaped[0] if fixed else 0.0
+    return fixed_out, [shaped[1 + i] for i in range(len(columns))]
+
+
+def sizes_given(scalars: list, comps: list) -> bool:
+    """Whether any parameter carried a batch axis (then outputs keep it, even of size 1)."""
+    return any(np.ndim(p) > 0 for p in scalars) or any(np.ndim(c) > 1 for c in comps)
+
+
+def calls_key(call: PlannedCall) -> tuple:
+    k = call.kernel
+    return (k.point.__module__, k.point.__name__, len(k.params) - k.components, k.components)
+
+
+@cache
+def _compiled(signature: tuple, kernels: tuple) -> Any:
+    from twinlens.kernels import ops
+    from twinlens.kernels.compile import compile_quietly, math_fingerprint
+
+    numba_runtime.load()
+    ops.register_numba_overloads()
+    modules = sorted({module for module, *_ in kernels})
+    fingerprint = "-".join(math_fingerprint(m) for m in modules)
+    source = _source(signature, kernels, fingerprint)
+    stem = "fused_" + "_".join(name.replace(".", "_") for _, name, _ in signature)[:80]
+    loop = numba_runtime.import_generated(stem, source).loop
+    n_scalars = sum(k[2] for k in kernels)
+    n_comps = sum(k[3] for k in kernels)
+    dummy = [1, np.zeros(1), np.zeros(1)]
+    dummy += [np.full(1, 0.5) for _ in range(n_scalars)] + [
+        np.full((1, 1), 0.5) for _ in range(n_comps)
+    ]
+    return compile_quietly(loop, *dummy)
+
+
+def _source(signature: tuple, kernels: tuple, fingerprint: str) -> str:
+    imports, params, comps, body = [], [], [], []
+    n_fixed_out = 1
+    column = 0
+    has_fixed = any(role == "fixed" for role, _, _ in signature)
+    body.append("        x = xs[i]")
+    body.append("        y = ys[i]")
+    body.append("        ax = 0.0")
+    body.append("        ay = 0.0")
+    body.append("        light = 0.0")
+    traced = False
+    for j, ((role, name, _), (module, function, n_s, n_c)) in enumerate(
+        zip(signature, kernels, strict=True)
+    ):
+        imports.append(f"from {module} import {function} as _src{j}")
+        imports.append(
+            f"_k{j} = njit(getattr(_src{j}, '_numba_impl', _src{j}), error_model='numpy', "
+            "inline='always')"
+        )
+        s_names = [f"p{j}_{a}" for a in range(n_s)]
+        c_names = [f"c{j}_{a}" for a in range(n_c)]
+        params += s_names
+        comps += c_names
+        if role != "mass" and not traced:
+            body.append("        bx = x - ax")
+            body.append("        by = y - ay")
+            traced = True
+        inputs = "x, y" if signature[j][2] == ("x", "y") else "bx, by"
+        args = ", ".join([inputs, *(f"{p}_b" for p in s_names)])
+        if n_c:
+            call = f"_k{j}({args}, {', '.join(f'{c}[b, k]' for c in c_names)})"
+            value = f"v{j}"
+            body.append(
+                f"        {value} = 0.0" if role != "mass" else "        vx = 0.0\n        vy = 0.0"
+            )
+            body.append(f"        for k in range({c_names[0]}.shape[1]):")
+            if role == "mass":
+                body.append(f"            r = {call}")
+                body.append("            vx += r[0]")
+                body.append("            vy += r[1]")
+            else:
+                body.append(f"            {value} += {call}")
+        else:
+            call = f"_k{j}({args})"
+            value = call
+        if role == "mass":
+            if n_c:
+                body.append("        ax += vx")
+                body.append("        ay += vy")
+            else:
+                body.append(f"        r = {call}")
+                body.append("        ax += r[0]")
+                body.append("        ay += r[1]")
+        elif role == "fixed":
+            body.append(f"        light += {value}")
+        else:
+            body.append(f"        out[{n_fixed_out + column}, t] = {value}")
+            column += 1
+    if has_fixed:
+        body.append("        out[0, t] = light")
+    n_out = n_fixed_out + column
+    args = ", ".join(["n_batch", "xs", "ys", *params, *comps])
+    # per-member scalars are read once per member, outside the parallel loop over points,
+    # so the loop body is the same straight-line code as a single evaluation's
+    loads = "\n".join(f"        {p}_b = {p}[b]" for p in params) or "        pass"
+    body_text = "\n".join("    " + line for line in "\n".join(body).split("\n"))
+    return _TEMPLATE.format(
+        fingerprint=fingerprint,
+        imports="\n".join(imports),
+        cache=numba_runtime.cache_enabled(),
+        args=args,
+        n_out=n_out,
+        loads=loads,
+        body=body_text,
+    )
+
+
+_TEMPLATE = """\
+# Generated by twinlens: a tracer's deflections and light in one loop. Safe to delete.
+# math fingerprint: {fingerprint}
+import numpy as np
+from numba import njit, prange
+
+{imports}
+
+
+@njit(parallel=True, cache={cache}, error_model="numpy")
+def loop({args}):
+    n = xs.shape[0]
+    total = n_batch * n
+    out = np.zeros(({n_out}, total))
+    for b in range(n_batch):
+{loads}
+        for i in prange(n):
+            t = b * n + i
+{body}
+    return out
+"""
