@@ -15,7 +15,10 @@ warm-up; compile (first-call) times apart from steady state.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -67,152 +70,182 @@ def our_model(truth: dict) -> Tracer:
     return Tracer(Galaxy(mass=profiles), Galaxy(light=linear))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="fewer repeats, no batch of 1024")
-    args = parser.parse_args()
-    repeats = 3 if args.quick else 15
-    batches = (64,) if args.quick else (64, 1024)
-    common = {"workload": "W5", "cpus": os.cpu_count()}
-    peers = _peers()
-
+def _dataset_and_truth(peers):
     grid = Grid2D.uniform(N_PIX, PIXEL_SCALE, SUB_SIZE)
     if peers is not None:
         sim = peers.w5_simulate(seed=1)
         truth = {k: sim[k] for k in ("lens_models", "kwargs_lens", "source_models")}
         truth["kwargs_source"] = sim["kwargs_source"]
-        dataset = Imaging(sim["data"], sim["noise_map"], PSF(sim["psf_kernel"]), grid)
-    else:
-        truth = {
-            "lens_models": ["SIE", "SHEAR"],
-            "kwargs_lens": [
-                {"theta_E": 1.2, "e1": 0.1094, "e2": 0.0918, "center_x": 0.0, "center_y": 0.0},
-                {"gamma1": 0.03, "gamma2": -0.02},
-            ],
-            "source_models": ["SERSIC_ELLIPSE"],
-            "kwargs_source": [
-                {
-                    "amp": 57.0,
-                    "R_sersic": 0.3,
-                    "n_sersic": 1.5,
-                    "e1": -0.088,
-                    "e2": 0.153,
-                    "center_x": 0.05,
-                    "center_y": 0.1,
-                }
-            ],
-        }
-        psf = PSF.gaussian(PSF_FWHM, PIXEL_SCALE, PSF_SIZE)
-        source = convert.light_from_lenstronomy("SERSIC_ELLIPSE", truth["kwargs_source"][0])
-        parametric = Tracer(our_model(truth).lenses, Galaxy(light=source))
-        dataset = simulate(parametric, grid, psf, noise_sigma=NOISE, seed=1)
+        return Imaging(sim["data"], sim["noise_map"], PSF(sim["psf_kernel"]), grid), truth, sim
+    truth = {
+        "lens_models": ["SIE", "SHEAR"],
+        "kwargs_lens": [
+            {"theta_E": 1.2, "e1": 0.1094, "e2": 0.0918, "center_x": 0.0, "center_y": 0.0},
+            {"gamma1": 0.03, "gamma2": -0.02},
+        ],
+        "source_models": ["SERSIC_ELLIPSE"],
+        "kwargs_source": [
+            {
+                "amp": 57.0,
+                "R_sersic": 0.3,
+                "n_sersic": 1.5,
+                "e1": -0.088,
+                "e2": 0.153,
+                "center_x": 0.05,
+                "center_y": 0.1,
+            }
+        ],
+    }
+    psf = PSF.gaussian(PSF_FWHM, PIXEL_SCALE, PSF_SIZE)
+    source = convert.light_from_lenstronomy("SERSIC_ELLIPSE", truth["kwargs_source"][0])
+    parametric = Tracer(our_model(truth).lenses, Galaxy(light=source))
+    return simulate(parametric, grid, psf, noise_sigma=NOISE, seed=1), truth, None
 
+
+def _peer_inputs(sim, truth):
+    return (
+        sim["data"],
+        sim["noise_map"],
+        sim["psf_kernel"],
+        PIXEL_SCALE,
+        SUB_SIZE,
+        truth["lens_models"],
+        truth["kwargs_lens"],
+        truth["source_models"],
+        truth["kwargs_source"],
+    )
+
+
+def run_case(case: str, quick: bool) -> None:
+    """One case, in this process (``main`` runs each case in a fresh process: numba's and
+    XLA's thread pools and CPU state left by one package measurably change another's speed,
+    e.g. lenstronomy ran 2.5x faster after an XLA program had run in the same process)."""
+    repeats = 3 if quick else 15
+    batches = (64,) if quick else (64, 1024)
+    common = {"workload": "W5", "cpus": os.cpu_count(), "case": case}
+    peers = _peers()
+    dataset, truth, sim = _dataset_and_truth(peers)
     model = our_model(truth)
     free = tuple(p for p in parameter_paths(model) if "origin" not in p)
     like = ImagingLikelihood(dataset, model, free)
     v0 = like.reference
     rng = np.random.default_rng(0)
 
-    # -- agreement with lenstronomy at the truth --------------------------------------------
-    ours = {b: like(v0, b) for b in ("numpy", "numba", "jax")}
-    chi2 = {b: -2 * v - dataset.noise_normalization for b, v in ours.items()}
-    if peers is not None:
-        inputs = (
-            sim["data"],
-            sim["noise_map"],
-            sim["psf_kernel"],
-            PIXEL_SCALE,
-            SUB_SIZE,
-            truth["lens_models"],
-            truth["kwargs_lens"],
-            truth["source_models"],
-            truth["kwargs_source"],
-        )
-        ls = peers.lenstronomy_w5(*inputs)
-        emit(
-            **common,
-            case="agreement",
-            lenstronomy_chi2=ls["chi2"],
-            **{f"twinlens_{b}_chi2": c for b, c in chi2.items()},
-            max_relative_difference=max(abs(c / ls["chi2"] - 1) for c in chi2.values()),
-        )
-        t = _times(ls["evaluate"], repeats)
-        emit(**common, case="lenstronomy", **t)
-        ls_ms = t["median_ms"]
-        jx = peers.jaxtronomy_w5(*inputs)
-        t = _times(jx["jit"], repeats)
-        emit(**common, case="jaxtronomy-jit", compile_s=jx["compile_s"], **t)
-        jx_ms = t["median_ms"]
-        jx_rate = {}
+    if case == "agreement":
+        chi2 = {
+            b: -2 * like(v0, b) - dataset.noise_normalization for b in ("numpy", "numba", "jax")
+        }
+        fields = {f"twinlens_{b}_chi2": c for b, c in chi2.items()}
+        if peers is not None:
+            ls = peers.lenstronomy_w5(*_peer_inputs(sim, truth))
+            fields["lenstronomy_chi2"] = ls["chi2"]
+            fields["max_relative_difference"] = max(abs(c / ls["chi2"] - 1) for c in chi2.values())
+        emit(**common, n_params=like.n_params, **fields)
+    elif case == "lenstronomy":
+        ls = peers.lenstronomy_w5(*_peer_inputs(sim, truth))
+        emit(**common, **_times(ls["evaluate"], repeats))
+    elif case == "jaxtronomy-jit":
+        jx = peers.jaxtronomy_w5(*_peer_inputs(sim, truth))
+        emit(**common, compile_s=jx["compile_s"], **_times(jx["jit"], repeats))
+    elif case == "jaxtronomy-jit(vmap)":
+        jx = peers.jaxtronomy_w5(*_peer_inputs(sim, truth))
         for n in batches:
             compiled = jx["batch_compile"](n)
-            t = _times(lambda n=n: jx["batch"](n), 5 if n == 64 else 3, warmup=1)
-            jx_rate[n] = n / (t["median_ms"] / 1e3)
+            t = _times(lambda n=n: jx["batch"](n), 5 if n == 64 else 2, warmup=1)
             emit(
                 **common,
-                case="jaxtronomy-jit(vmap)",
                 batch=n,
                 compile_s=compiled["compile_s"],
-                evals_per_s=jx_rate[n],
+                evals_per_s=n / (t["median_ms"] / 1e3),
                 **t,
             )
-    else:
-        emit(
-            **common,
-            case="agreement",
-            **{f"twinlens_{b}_chi2": c for b, c in chi2.items()},
-            note="lenstronomy/jaxtronomy not installed: peers skipped",
-        )
-
-    # -- twinlens: one vector at a time -----------------------------------------------------
-    results = {}
-    for backend in ("numba", "jax"):
+    elif case.endswith("-single"):
+        backend = case.split("-")[1]
         t0 = time.perf_counter()
         like(v0 + 1e-4, backend)
         first = time.perf_counter() - t0
-        t = _times(lambda b=backend: like(v0 + 1e-4 * rng.normal(size=v0.size), b), repeats)
-        results[backend] = t["median_ms"]
-        emit(
-            **common,
-            case=f"twinlens-{backend}-single",
-            first_call_s=first,
-            ray_traced_points=dataset.layout.n_points,
-            **t,
-        )
-
-    # -- twinlens: batches -------------------------------------------------------------------
-    rates = {}
-    for backend in ("numba", "jax"):
+        t = _times(lambda: like(v0 + 1e-4 * rng.normal(size=v0.size), backend), repeats)
+        emit(**common, first_call_s=first, ray_traced_points=dataset.layout.n_points, **t)
+    elif case.endswith("-batch"):
+        backend = case.split("-")[1]
         for n in batches:
             vectors = v0 + 1e-4 * rng.normal(size=(n, v0.size))
             t0 = time.perf_counter()
-            like.batch(vectors, backend, chunk_size=n)
+            like.batch(vectors, backend)
             first = time.perf_counter() - t0
-            t = _times(
-                lambda b=backend, v=vectors, n=n: like.batch(v, b, chunk_size=n),
-                5 if n == 64 else 2,
-                warmup=0,
-            )
-            rates[(backend, n)] = n / (t["median_ms"] / 1e3)
-            emit(
-                **common,
-                case=f"twinlens-{backend}-batch",
-                batch=n,
-                first_call_s=first,
-                evals_per_s=rates[(backend, n)],
-                **t,
-            )
+            t = _times(lambda v=vectors: like.batch(v, backend), 5 if n == 64 else 2, warmup=0)
+            emit(**common, batch=n, first_call_s=first, evals_per_s=n / (t["median_ms"] / 1e3), **t)
+    else:
+        raise SystemExit(f"unknown case {case!r}")
 
-    if peers is not None:
-        emit(
-            **common,
-            case="ratios",
-            numba_single_vs_lenstronomy=ls_ms / results["numba"],
-            numba_single_vs_jaxtronomy_jit=jx_ms / results["numba"],
-            jax_single_vs_jaxtronomy_jit=jx_ms / results["jax"],
-            jax_batch64_vs_jaxtronomy_batch64=rates[("jax", 64)] / jx_rate[64],
-            numba_batch64_vs_jaxtronomy_batch64=rates[("numba", 64)] / jx_rate[64],
-        )
+
+OURS = (
+    "agreement",
+    "twinlens-numba-single",
+    "twinlens-jax-single",
+    "twinlens-numba-batch",
+    "twinlens-jax-batch",
+)
+PEERS = ("lenstronomy", "jaxtronomy-jit", "jaxtronomy-jit(vmap)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, no batch of 1024")
+    parser.add_argument("--case", help="run one case in this process")
+    args = parser.parse_args()
+    if args.case:
+        run_case(args.case, args.quick)
+        return
+    cases = (PEERS if _peers() is not None else ()) + OURS
+    lines = []
+    for case in cases:
+        command = [sys.executable, __file__, "--case", case] + (["--quick"] if args.quick else [])
+        out = subprocess.run(command, capture_output=True, text=True, check=False)
+        if out.returncode:
+            emit(workload="W5", case=case, error=out.stderr.strip().splitlines()[-1:])
+            continue
+        for line in out.stdout.splitlines():
+            if line.startswith("{"):
+                print(line, flush=True)
+                lines.append(json.loads(line))
+    _ratios(lines)
+
+
+def _ratios(lines: list[dict]) -> None:
+    def get(case, key, batch=None):
+        for line in lines:
+            if line["case"] == case and line.get("batch") == batch and key in line:
+                return line[key]
+        return None
+
+    ratios = {}
+    pairs = {
+        "numba_single_vs_lenstronomy": (
+            ("lenstronomy", "median_ms"),
+            ("twinlens-numba-single", "median_ms"),
+        ),
+        "numba_single_vs_jaxtronomy_jit": (
+            ("jaxtronomy-jit", "median_ms"),
+            ("twinlens-numba-single", "median_ms"),
+        ),
+        "jax_single_vs_jaxtronomy_jit": (
+            ("jaxtronomy-jit", "median_ms"),
+            ("twinlens-jax-single", "median_ms"),
+        ),
+    }
+    for name, ((peer, key), (ours, key2)) in pairs.items():
+        a, b = get(peer, key), get(ours, key2)
+        if a and b:
+            ratios[name] = a / b
+    for backend in ("jax", "numba"):
+        for n in (64, 1024):
+            a = get("jaxtronomy-jit(vmap)", "evals_per_s", n)
+            b = get(f"twinlens-{backend}-batch", "evals_per_s", n)
+            if a and b:
+                ratios[f"{backend}_batch{n}_vs_jaxtronomy_vmap{n}"] = b / a
+    if ratios:
+        emit(workload="W5", case="ratios", **ratios)
 
 
 if __name__ == "__main__":

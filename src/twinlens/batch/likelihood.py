@@ -44,6 +44,7 @@ from twinlens.profiles.checks import collect_validity
 __all__ = ["ImagingLikelihood"]
 
 NUMBA_CHUNK = 8
+CPU_VMAP_WIDTH = 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,7 +92,7 @@ class ImagingLikelihood(ValueIdentity):
     def instance(self, vector: Any) -> Tracer:
         """The model at ``vector`` (raises a clear error for an out-of-range value)."""
         v = self._check_vectors(np.atleast_2d(np.asarray(vector, dtype=float)))[0]
-        return set_paths(self.model, dict(zip(self.free, map(float, v), strict=True)))
+        return set_paths(self.model, dict(zip(self.free, map(float, v), strict=True)), False)
 
     # -- evaluation --------------------------------------------------------------------------
 
@@ -105,7 +106,9 @@ class ImagingLikelihood(ValueIdentity):
             value = -np.inf
         else:
             try:  # concrete values: each profile picks its fastest exact form
-                tracer = set_paths(self.model, dict(zip(self.free, map(float, v), strict=True)))
+                tracer = set_paths(
+                    self.model, dict(zip(self.free, map(float, v), strict=True)), False
+                )
             except ValueError:  # a parameter check refused a value: outside the valid range
                 return -np.inf
             value = float(_evaluate(tracer, self.dataset, backend)[0])
@@ -171,7 +174,7 @@ class ImagingLikelihood(ValueIdentity):
         valid = self._validity(values)
         safe = np.where(valid[:, None], values, self.reference[None, :])
         columns = {p: batched(safe[:, j]) for j, p in enumerate(self.free)}
-        tracer = set_paths(self.model, columns)
+        tracer = set_paths(self.model, columns, False)
         log_l = solve_and_score(blurred_terms(tracer, self.dataset, backend), self.dataset, backend)
         result = np.broadcast_to(np.asarray(log_l[0], dtype=float).reshape(-1), valid.shape)
         return np.where(valid, result, -np.inf)
@@ -180,7 +183,7 @@ class ImagingLikelihood(ValueIdentity):
         columns = {p: batched(values[:, j]) for j, p in enumerate(self.free)}
         valid = np.all(np.isfinite(values), axis=1)
         with np.errstate(all="ignore"), collect_validity() as conditions:
-            set_paths(self.model, columns)
+            set_paths(self.model, columns, False)
         for c in conditions:
             valid &= np.broadcast_to(np.asarray(c, dtype=bool).reshape(-1), valid.shape)
         return valid
@@ -189,19 +192,19 @@ class ImagingLikelihood(ValueIdentity):
         n = values.shape[0]
         if n < size:  # pad to the compiled chunk shape with valid vectors
             values = np.concatenate([values, np.repeat(self.reference[None, :], size - n, 0)])
-        return np.asarray(_jax_batch()(self, values))[:n]
+        return np.asarray(_jax_batch()(self, values, vmap_width()))[:n]
 
     def _single_jax(self, vector: Any) -> Any:
         from twinlens.backend import jax_runtime
 
         jnp = jax_runtime.load().numpy
         with collect_validity() as conditions:
-            set_paths(self.model, {p: vector[j] for j, p in enumerate(self.free)})
+            set_paths(self.model, {p: vector[j] for j, p in enumerate(self.free)}, False)
         valid = jnp.all(jnp.isfinite(vector))
         for c in conditions:
             valid = valid & jnp.all(c)
         safe = jnp.where(valid, vector, jnp.asarray(self.reference))
-        tracer = set_paths(self.model, {p: safe[j] for j, p in enumerate(self.free)})
+        tracer = set_paths(self.model, {p: safe[j] for j, p in enumerate(self.free)}, False)
         log_l = solve_and_score(blurred_terms(tracer, self.dataset, "jax"), self.dataset, "jax")
         return jnp.where(valid, log_l[0], -jnp.inf)
 
@@ -240,6 +243,19 @@ def default_memory_budget(backend: str) -> float:
         return 2.0e9
 
 
+def vmap_width() -> int:
+    """Vectors evaluated side by side (vmapped) inside a JAX chunk: all of them on an
+    accelerator; on a CPU a few at a time, in a loop, since the vmapped intermediates of many
+    vectors overflow the caches (W5 on 2 cores: see docs/imaging.rst). ``TWINLENS_VMAP_WIDTH``
+    overrides it."""
+    env = os.environ.get("TWINLENS_VMAP_WIDTH")
+    if env:
+        return max(1, int(env))
+    from twinlens.backend import jax_runtime
+
+    return 1 << 30 if jax_runtime.load().default_backend() != "cpu" else CPU_VMAP_WIDTH
+
+
 @cache
 def _jax_single():
     from twinlens.backend import jax_runtime
@@ -254,8 +270,11 @@ def _jax_batch():
 
     jax = jax_runtime.load()
 
-    def run(likelihood: ImagingLikelihood, vectors: Any) -> Any:
-        return jax.vmap(likelihood._single_jax)(vectors)
+    def run(likelihood: ImagingLikelihood, vectors: Any, width: int) -> Any:
+        if width >= vectors.shape[0]:
+            return jax.vmap(likelihood._single_jax)(vectors)
+        # vmap over ``width`` vectors at a time, in a loop inside the one program
+        return jax.lax.map(likelihood._single_jax, vectors, batch_size=width)
 
     # the likelihood is static: it hashes by value, so one program per likelihood and shape
-    return jax.jit(run, static_argnums=0)
+    return jax.jit(run, static_argnums=(0, 2))

@@ -22,6 +22,7 @@ import numpy as np
 
 from twinlens.backend import numba_runtime
 from twinlens.kernels.plan import PLAN, PlannedCall, PlannedOutput
+from twinlens.kernels.registry import batch_params
 
 __all__ = ["fused_light"]
 
@@ -70,6 +71,10 @@ def _plan(tracer: Any) -> tuple[list, list, list] | None:
                     (columns if profile.n_linear else fixed).extend(o.call for o in outs)
     except (TypeError, ValueError, AttributeError, NotImplementedError):
         return None
+    for call in (*mass, *fixed, *columns):
+        k = call.kernel
+        if k.point is None or "numba" in k.impls or k.input_dtype != "float64":
+            return None  # no per-point source that numba compiles as is
     for call in mass:
         if call.args[:2] != IMAGE:
             return None
@@ -105,36 +110,21 @@ def fused_light(tracer: Any, xs: np.ndarray, ys: np.ndarray) -> tuple[Any, list]
         s, k = _split(c)
         scalars += s
         comps += k
-    sizes = {int(np.size(p)) for p in scalars if np.ndim(p) > 0}
-    sizes |= {int(np.shape(c)[0]) for c in comps if np.ndim(c) > 1}
-    sizes.discard(1)
-    if len(sizes) > 1:
+    try:
+        n_batch, scalar_arrays, comp_arrays = batch_params(scalars, comps)
+    except ValueError:
         return None
-    n_batch = sizes.pop() if sizes else 1
-    scalar_arrays = [
-        np.ascontiguousarray(np.broadcast_to(np.asarray(p, float).reshape(-1), (n_batch,)))
-        for p in scalars
-    ]
-    comp_arrays = []
-    for c in comps:
-        c2 = np.atleast_2d(np.asarray(c, float))
-        comp_arrays.append(np.ascontiguousarray(np.broadcast_to(c2, (n_batch, c2.shape[-1]))))
-    loop = _compiled(_signature(mass, fixed, columns), tuple(calls_key(c) for c in calls))
+    batched = any(np.ndim(p) > 0 for p in scalars) or any(np.ndim(c) > 1 for c in comps)
+    loop = _compiled(_signature(mass, fixed, columns), tuple(_kernel_key(c) for c in calls))
     out = loop(n_batch, xs, ys, *scalar_arrays, *comp_arrays)
-    n = xs.shape[0]
-    shaped = out.reshape(out.shape[0], n_batch, n)
-    if n_batch == 1 and not sizes_given(scalars, comps):
+    shaped = out.reshape(out.shape[0], n_batch, xs.shape[0])
+    if not batched:
         shaped = shaped[:, 0, :]
     fixed_out: Any = shaped[0] if fixed else 0.0
     return fixed_out, [shaped[1 + i] for i in range(len(columns))]
 
 
-def sizes_given(scalars: list, comps: list) -> bool:
-    """Whether any parameter carried a batch axis (then outputs keep it, even of size 1)."""
-    return any(np.ndim(p) > 0 for p in scalars) or any(np.ndim(c) > 1 for c in comps)
-
-
-def calls_key(call: PlannedCall) -> tuple:
+def _kernel_key(call: PlannedCall) -> tuple:
     k = call.kernel
     return (k.point.__module__, k.point.__name__, len(k.params) - k.components, k.components)
 
@@ -151,89 +141,66 @@ def _compiled(signature: tuple, kernels: tuple) -> Any:
     source = _source(signature, kernels, fingerprint)
     stem = "fused_" + "_".join(name.replace(".", "_") for _, name, _ in signature)[:80]
     loop = numba_runtime.import_generated(stem, source).loop
-    n_scalars = sum(k[2] for k in kernels)
-    n_comps = sum(k[3] for k in kernels)
-    dummy = [1, np.zeros(1), np.zeros(1)]
-    dummy += [np.full(1, 0.5) for _ in range(n_scalars)] + [
-        np.full((1, 1), 0.5) for _ in range(n_comps)
-    ]
+    dummy: list[Any] = [1, np.zeros(1), np.zeros(1)]
+    dummy += [np.full(1, 0.5) for k in kernels for _ in range(k[2])]
+    dummy += [np.full((1, 1), 0.5) for k in kernels for _ in range(k[3])]
     return compile_quietly(loop, *dummy)
 
 
 def _source(signature: tuple, kernels: tuple, fingerprint: str) -> str:
-    imports, params, comps, body = [], [], [], []
-    n_fixed_out = 1
-    column = 0
-    has_fixed = any(role == "fixed" for role, _, _ in signature)
-    body.append("        x = xs[i]")
-    body.append("        y = ys[i]")
-    body.append("        ax = 0.0")
-    body.append("        ay = 0.0")
-    body.append("        light = 0.0")
+    """The generated module: per point, sum the deflections, trace, add the light."""
+    imports, scalars, comps = [], [], []
+    body = ["x = xs[i]", "y = ys[i]", "ax = 0.0", "ay = 0.0", "light = 0.0"]
+    n_columns = 0
     traced = False
-    for j, ((role, name, _), (module, function, n_s, n_c)) in enumerate(
+    for j, ((role, _, symbols), (module, function, n_s, n_c)) in enumerate(
         zip(signature, kernels, strict=True)
     ):
-        imports.append(f"from {module} import {function} as _src{j}")
-        imports.append(
+        imports += [
+            f"from {module} import {function} as _src{j}",
             f"_k{j} = njit(getattr(_src{j}, '_numba_impl', _src{j}), error_model='numpy', "
-            "inline='always')"
-        )
+            "inline='always')",
+        ]
         s_names = [f"p{j}_{a}" for a in range(n_s)]
         c_names = [f"c{j}_{a}" for a in range(n_c)]
-        params += s_names
+        scalars += s_names
         comps += c_names
-        if role != "mass" and not traced:
-            body.append("        bx = x - ax")
-            body.append("        by = y - ay")
+        if role != "mass" and not traced:  # every deflection is summed: trace the ray
+            body += ["bx = x - ax", "by = y - ay"]
             traced = True
-        inputs = "x, y" if signature[j][2] == ("x", "y") else "bx, by"
-        args = ", ".join([inputs, *(f"{p}_b" for p in s_names)])
-        if n_c:
-            call = f"_k{j}({args}, {', '.join(f'{c}[b, k]' for c in c_names)})"
-            value = f"v{j}"
-            body.append(
-                f"        {value} = 0.0" if role != "mass" else "        vx = 0.0\n        vy = 0.0"
-            )
-            body.append(f"        for k in range({c_names[0]}.shape[1]):")
-            if role == "mass":
-                body.append(f"            r = {call}")
-                body.append("            vx += r[0]")
-                body.append("            vy += r[1]")
-            else:
-                body.append(f"            {value} += {call}")
-        else:
-            call = f"_k{j}({args})"
-            value = call
+        inputs = "x, y" if symbols == ("x", "y") else "bx, by"
+        args = ", ".join([inputs, *(f"{p}_b" for p in s_names), *(f"{c}[b, k]" for c in c_names)])
+        call = f"_k{j}({args})"
         if role == "mass":
-            if n_c:
-                body.append("        ax += vx")
-                body.append("        ay += vy")
+            if n_c:  # a sum over components (e.g. an MGE): loop inside the point
+                body += [f"for k in range({c_names[0]}.shape[1]):", f"    r = {call}"]
+                body += ["    ax += r[0]", "    ay += r[1]"]
             else:
-                body.append(f"        r = {call}")
-                body.append("        ax += r[0]")
-                body.append("        ay += r[1]")
-        elif role == "fixed":
-            body.append(f"        light += {value}")
+                body += [f"r = {call}", "ax += r[0]", "ay += r[1]"]
+            continue
+        if n_c:
+            body += ["v = 0.0", f"for k in range({c_names[0]}.shape[1]):", f"    v += {call}"]
+            value = "v"
         else:
-            body.append(f"        out[{n_fixed_out + column}, t] = {value}")
-            column += 1
-    if has_fixed:
-        body.append("        out[0, t] = light")
-    n_out = n_fixed_out + column
-    args = ", ".join(["n_batch", "xs", "ys", *params, *comps])
+            value = call
+        if role == "fixed":
+            body.append(f"light += {value}")
+        else:
+            n_columns += 1
+            body.append(f"out[{n_columns}, t] = {value}")
+    if any(role == "fixed" for role, _, _ in signature):
+        body.append("out[0, t] = light")
     # per-member scalars are read once per member, outside the parallel loop over points,
     # so the loop body is the same straight-line code as a single evaluation's
-    loads = "\n".join(f"        {p}_b = {p}[b]" for p in params) or "        pass"
-    body_text = "\n".join("    " + line for line in "\n".join(body).split("\n"))
+    loads = "\n".join(f"        {p}_b = {p}[b]" for p in scalars) or "        pass"
     return _TEMPLATE.format(
         fingerprint=fingerprint,
         imports="\n".join(imports),
         cache=numba_runtime.cache_enabled(),
-        args=args,
-        n_out=n_out,
+        args=", ".join(["n_batch", "xs", "ys", *scalars, *comps]),
+        n_out=1 + n_columns,
         loads=loads,
-        body=body_text,
+        body="\n".join(" " * 12 + line for line in body),
     )
 
 
@@ -249,8 +216,7 @@ from numba import njit, prange
 @njit(parallel=True, cache={cache}, error_model="numpy")
 def loop({args}):
     n = xs.shape[0]
-    total = n_batch * n
-    out = np.zeros(({n_out}, total))
+    out = np.zeros(({n_out}, n_batch * n))
     for b in range(n_batch):
 {loads}
         for i in prange(n):

@@ -13,7 +13,7 @@ included.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -189,20 +189,10 @@ class Kernel:
         """
         dtype = self.input_dtype
         n_fixed = len(self.params) - self.components
-        sizes = {int(np.size(p)) for p in pars[:n_fixed] if np.ndim(p) > 0}
-        sizes |= {int(np.shape(c)[0]) for c in pars[n_fixed:] if np.ndim(c) > 1}
-        sizes.discard(1)
-        if len(sizes) > 1:
-            raise ValueError(f"{self.name}: batched params disagree on the batch size: {sizes}")
-        n_batch = sizes.pop() if sizes else 1
-        fixed = [
-            np.ascontiguousarray(np.broadcast_to(np.asarray(p, dtype).reshape(-1), (n_batch,)))
-            for p in pars[:n_fixed]
-        ]
-        comps = []
-        for c in pars[n_fixed:]:
-            c2 = np.atleast_2d(np.asarray(c, dtype))
-            comps.append(np.ascontiguousarray(np.broadcast_to(c2, (n_batch, c2.shape[-1]))))
+        try:
+            n_batch, fixed, comps = batch_params(pars[:n_fixed], pars[n_fixed:], dtype)
+        except ValueError as err:
+            raise ValueError(f"{self.name}: {err}") from None
         arrays = np.broadcast_arrays(*(np.asarray(a, dtype) for a in ins))
         shape = arrays[0].shape
         if len(shape) <= 1 or (len(shape) == 2 and shape[0] == 1):
@@ -236,6 +226,29 @@ class Kernel:
         return tuple(
             np.broadcast_to(np.asarray(o, self.dtype), (n_batch, n_per)).copy() for o in raw
         )
+
+
+def batch_params(
+    scalars: Sequence[Any], components: Sequence[Any], dtype: str = "float64"
+) -> tuple[int, list[np.ndarray], list[np.ndarray]]:
+    """``(n_batch, scalar_arrays, component_arrays)``: scalar params as ``(n_batch,)`` arrays
+    (a scalar is repeated) and component params as ``(n_batch, K)``; ``n_batch`` is the one
+    batch size the params agree on (1 when none has a batch axis)."""
+    sizes = {int(np.size(p)) for p in scalars if np.ndim(p) > 0}
+    sizes |= {int(np.shape(c)[0]) for c in components if np.ndim(c) > 1}
+    sizes.discard(1)
+    if len(sizes) > 1:
+        raise ValueError(f"batched params disagree on the batch size: {sorted(sizes)}")
+    n_batch = sizes.pop() if sizes else 1
+    scalar_arrays = [
+        np.ascontiguousarray(np.broadcast_to(np.asarray(p, dtype).reshape(-1), (n_batch,)))
+        for p in scalars
+    ]
+    component_arrays = []
+    for c in components:
+        c2 = np.atleast_2d(np.asarray(c, dtype))
+        component_arrays.append(np.ascontiguousarray(np.broadcast_to(c2, (n_batch, c2.shape[-1]))))
+    return n_batch, scalar_arrays, component_arrays
 
 
 def _param(value: Any, dtype: str) -> Any:

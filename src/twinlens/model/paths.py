@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from twinlens.fields import ValueIdentity
@@ -45,7 +46,8 @@ def parameter_paths(obj: ValueIdentity) -> list[str]:
     return out
 
 
-def _parse(path: str) -> list[str | int]:
+@lru_cache(maxsize=4096)
+def _parse(path: str) -> tuple[str | int, ...]:
     steps: list[str | int] = []
     for part in path.split("."):
         m = _TOKEN.fullmatch(part)
@@ -53,7 +55,7 @@ def _parse(path: str) -> list[str | int]:
             raise ValueError(f"bad parameter path {path!r} at {part!r}")
         steps.append(m.group(1))
         steps += [int(i) for i in re.findall(r"\d+", m.group(2))]
-    return steps
+    return tuple(steps)
 
 
 def get_path(obj: Any, path: str) -> Any:
@@ -70,11 +72,14 @@ def get_path(obj: Any, path: str) -> Any:
     return value
 
 
-def set_paths(obj: Any, values: Mapping[str, Any]) -> Any:
-    """A copy of ``obj`` with the numbers at the given paths replaced (through constructors)."""
+def set_paths(obj: Any, values: Mapping[str, Any], check_paths: bool = True) -> Any:
+    """A copy of ``obj`` with the numbers at the given paths replaced (through constructors).
+
+    ``check_paths=False`` skips looking each path up first (for paths already checked)."""
     tree: dict = {}
     for path, value in values.items():
-        get_path(obj, path)  # raises a clear KeyError for a bad path
+        if check_paths:
+            get_path(obj, path)  # raises a clear KeyError for a bad path
         node = tree
         steps = _parse(path)
         for step in steps[:-1]:
