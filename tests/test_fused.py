@@ -86,8 +86,10 @@ def test_profiles_without_a_single_kernel_call_fall_back():
     tracer = _tracer(extra_mass=(PowerLaw((0.3, -0.2), (0.0, 0.1), 0.2, 2.1),))
     assert fused.fused_light(tracer, X, Y) is None
     fixed, columns = tracer._light_terms(X, Y, "numba")  # still computed, unfused
-    ref_fixed, _ = _unfused(tracer, X, Y, "numpy")
+    ref_fixed, ref_columns = _unfused(tracer, X, Y, "numpy")
     np.testing.assert_allclose(fixed, ref_fixed, rtol=1e-10, atol=1e-12)
+    for c, r in zip(columns, ref_columns, strict=True):
+        np.testing.assert_allclose(c, r, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("backend", ["numba"])
