@@ -15,6 +15,7 @@ warm-up; compile (first-call) times apart from steady state.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -97,9 +98,16 @@ def _dataset_and_truth(peers):
         ],
     }
     psf = PSF.gaussian(PSF_FWHM, PIXEL_SCALE, PSF_SIZE)
+    return simulate(truth_tracer(truth), grid, psf, noise_sigma=NOISE, seed=1), truth, None
+
+
+def truth_tracer(truth: dict) -> Tracer:
+    """The truth with a parametric source. lenstronomy's images are flux per pixel (surface
+    brightness times the pixel area), ours surface brightness: the intensity is scaled by the
+    pixel area so that both simulate the same data (peak about 1, noise 0.05)."""
     source = convert.light_from_lenstronomy("SERSIC_ELLIPSE", truth["kwargs_source"][0])
-    parametric = Tracer(our_model(truth).lenses, Galaxy(light=source))
-    return simulate(parametric, grid, psf, noise_sigma=NOISE, seed=1), truth, None
+    source = dataclasses.replace(source, intensity=source.intensity * PIXEL_SCALE**2)
+    return Tracer(our_model(truth).lenses, Galaxy(light=source))
 
 
 def _peer_inputs(sim, truth):

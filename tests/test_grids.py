@@ -462,45 +462,69 @@ def test_adaptive_to_tolerance_reaches_the_exact_pixel_integral_with_few_points(
     ii, jj = np.indices(shape)
     xc, yc = centre_closed_form(ii, jj, shape, s, (0.0, 0.0))
     exact = gaussian_pixel_average(xc, yc, s, sigma)
-    # Bound: a pixel gets factor f_k once |a_k - a_{k+1}| < tol. The midpoint rule's error falls
-    # ~4x per doubling of f (it is O(h^2)), so e_k = |a_k - a_{k+1}| + e_{k+1} ~< tol + e_k / 4,
-    # i.e. e_k ~< 4/3 tol; 2 tol allows for pixels not yet in the asymptotic regime. The largest
-    # factor 16 is reached only near the peak, where its own error is ~1e-4 (h^2/24 |f''|).
+    # Bound: a pixel keeps a cheaper rule only within tol of the reference (8 x 8 sub-pixels),
+    # whose own error is h^2 |f''| / (24 * 64) ~< 1e-4 here; so every pixel is within
+    # tol + 1e-4 < 2 tol of the exact average.
     assert np.max(np.abs(got - exact)) < 2 * tol
     # the test can fail: without oversampling the peak pixels are off by far more than 2 tol
     plain = round_gaussian(sigma)(np.stack([xc, yc], axis=-1))
     assert np.max(np.abs(plain - exact)) > 10 * tol
-    # far fewer points than uniform oversampling at the largest factor (16^2 per pixel)...
-    assert g.n_points < 16**2 * g.n_pixels / 50
+    # far fewer points than uniform oversampling by the reference (8^2 per pixel)...
+    assert g.n_points < 8**2 * g.n_pixels / 20
     # ...but more than none: the peak was oversampled, and the flat wings were not
     assert g.n_points > g.n_pixels
-    assert g.sub_size_map[10, 10] > 1 and g.sub_size_map[0, 0] == 1
+    assert g.sub_size_map[10, 10] != 1 and g.sub_size_map[0, 0] == 1
+
+
+def _rule_average(f, xc, yc, s, n):
+    """A pixel average by ``n x n`` equal sub-pixels, or ``-n x -n`` Gauss-Legendre nodes."""
+    if n > 0:
+        o, w = (np.arange(n) + 0.5) * s / n - s / 2, np.full(n, 1.0 / n)
+    else:  # nodes on [-1, 1] from numpy, mapped to the pixel; weights sum to 2 there
+        nodes, weights = np.polynomial.legendre.leggauss(-n)
+        o, w = nodes * s / 2, weights / 2
+    xs, ys = np.meshgrid(xc + o, yc + o)
+    return float(np.sum(f(np.stack([xs, ys], axis=-1)) * np.outer(w, w)))
 
 
 def test_adaptive_to_tolerance_follows_its_rule_per_pixel():
-    """A second implementation of the documented rule: per pixel, the smallest factor whose
-    average differs from the next factor's by less than the tolerance; the largest otherwise."""
+    """A second implementation of the documented rule: per pixel, the first rule (in the
+    order given) whose average differs from the last (reference) rule's by less than the
+    tolerance; the reference otherwise."""
     shape, s, origin, sigma, tol = (7, 9), 0.1, (0.02, -0.03), 0.07, 2e-3
-    sizes = (1, 2, 4, 8)
+    sizes = (1, -2, 4, 8)
     f = round_gaussian(sigma)
     g0 = Grid2D(shape, s, origin).circular_mask(0.3)
-    g = g0.adaptive_to_tolerance(f, tol, sub_sizes=(8, 2, 4, 1, 2))  # order and repeats ignored
+    g = g0.adaptive_to_tolerance(f, tol, sub_sizes=(1, -2, 4, -2, 8))  # repeats are dropped
     expected = np.empty(shape, dtype=int)
     for i in range(shape[0]):
         for j in range(shape[1]):
             xc, yc = centre_closed_form(i, j, shape, s, origin)
-            avgs = []
-            for n in sizes:
-                o = (np.arange(n) + 0.5) * s / n - s / 2  # midpoints of n equal slices
-                xs, ys = np.meshgrid(xc + o, yc + o)
-                avgs.append(f(np.stack([xs, ys], axis=-1)).mean())
-            diffs = np.abs(np.diff(avgs))
+            avgs = [_rule_average(f, xc, yc, s, n) for n in sizes]
+            diffs = np.abs(np.array(avgs[:-1]) - avgs[-1])
             # guard: no decision within rounding of the tolerance
             assert np.all(np.abs(diffs - tol) > 1e-12)
             expected[i, j] = next((n for n, d in zip(sizes, diffs, strict=False) if d < tol), 8)
     assert len(np.unique(expected)) >= 3  # several factors chosen
     np.testing.assert_array_equal(g.sub_size_map, expected)
     np.testing.assert_array_equal(g.mask, g0.mask)  # the mask is kept (chosen over all pixels)
+
+
+def test_gauss_legendre_nodes_average_a_cubic_exactly():
+    # the pixel average of x^3 + x^2 y over [xc - s/2, xc + s/2] x [yc - s/2, yc + s/2], by
+    # integrating term by term: <x^3> = xc^3 + xc s^2 / 4, <x^2> = xc^2 + s^2 / 12, <y> = yc
+    shape, s = (3, 4), 0.2
+    g = Grid2D.uniform(shape, s, sub_size=-2)
+    lay = g.layout()
+    assert lay.n_points == 4 * g.n_pixels
+    f = lambda xy: xy[..., 0] ** 3 + xy[..., 0] ** 2 * xy[..., 1]  # noqa: E731
+    got = scatter(lay, bin_to_pixels(f(lay.points), lay), shape)
+    xc, yc = g.x, g.y
+    exact = xc**3 + xc * s**2 / 4 + (xc**2 + s**2 / 12) * yc
+    np.testing.assert_allclose(got, exact, rtol=0, atol=1e-15)  # degree 3 <= 2n - 1: exact
+    # the test can fail: 2 x 2 equal sub-pixels miss the x^2 moment by s^2 / 16
+    mid = Grid2D.uniform(shape, s, sub_size=2).layout()
+    assert np.max(np.abs(scatter(mid, bin_to_pixels(f(mid.points), mid), shape) - exact)) > 1e-4
 
 
 def test_adaptive_to_tolerance_on_a_linear_image_needs_no_oversampling():
