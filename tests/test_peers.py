@@ -108,8 +108,18 @@ def test_elliptical_multipole_matches_lenstronomy_up_to_its_uniform_deflection(m
 LIGHT = [
     ("SERSIC", {"amp": 3.0, "R_sersic": 0.4, "n_sersic": 2.5, "center_x": 0.1, "center_y": 0.0}),
     ("SERSIC_ELLIPSE", {"amp": 2.0, "R_sersic": 0.3, "n_sersic": 1.5, **ELL}),
-    ("CORE_SERSIC", {"amp": 1.5, "R_sersic": 0.8, "Rb": 0.1, "n_sersic": 4.0, "gamma": 0.3,
-                     "alpha": 3.0, **ELL}),
+    (
+        "CORE_SERSIC",
+        {
+            "amp": 1.5,
+            "R_sersic": 0.8,
+            "Rb": 0.1,
+            "n_sersic": 4.0,
+            "gamma": 0.3,
+            "alpha": 3.0,
+            **ELL,
+        },
+    ),
 ]
 
 
@@ -175,8 +185,17 @@ def test_imaging_chi_squared_matches_lenstronomy(backend):
     kernel /= kernel.sum()
     lens_models = ["EPL", "SHEAR"]
     kwargs_lens = [{"theta_E": 0.7, "gamma": 2.0, **ELL}, {"gamma1": 0.03, "gamma2": -0.02}]
-    kwargs_source = [{"amp": 30.0, "R_sersic": 0.2, "n_sersic": 1.5, "e1": -0.1, "e2": 0.15,
-                      "center_x": 0.05, "center_y": 0.05}]
+    kwargs_source = [
+        {
+            "amp": 30.0,
+            "R_sersic": 0.2,
+            "n_sersic": 1.5,
+            "e1": -0.1,
+            "e2": 0.15,
+            "center_x": 0.05,
+            "center_y": 0.05,
+        }
+    ]
     noise = 0.05 * (1 + rng.random(shape))
     fit = _image_fit(np.zeros(shape), noise, kernel, scale, sub, lens_models, ["SERSIC_ELLIPSE"])
     clean = fit.image(kwargs_lens, kwargs_source)
@@ -186,8 +205,9 @@ def test_imaging_chi_squared_matches_lenstronomy(backend):
 
     mass = convert.from_lenstronomy_list(lens_models, kwargs_lens)
     source = convert.light_from_lenstronomy("SERSIC_ELLIPSE", kwargs_source[0])
-    linear = LinearSersic(source.centre, source.ell_comps, source.effective_radius,
-                          source.sersic_index)
+    linear = LinearSersic(
+        source.centre, source.ell_comps, source.effective_radius, source.sersic_index
+    )
     tracer = Tracer(Galaxy(mass=mass.profiles), Galaxy(light=linear))
     dataset = Imaging(data, noise, PSF(kernel), Grid2D.uniform(shape, scale, sub))
     ours = FitImaging(dataset, tracer, backend)

@@ -1,0 +1,120 @@
+"""W5 batch throughput on a GPU: evaluations per second and memory per evaluation.
+
+For batches of 64 to 16,384 parameter vectors (float64), one JSON line each: the first call
+(compile included), the steady-state time (median of repeats), evaluations per second, the
+chunk size the memory budget chose, and XLA's memory estimate for one chunk's program divided
+by its vectors. Stops before 4.5 minutes of wall time. Run on the GPU machine:
+
+    pip install -e '.[gpu]' && python benchmarks/gpu_w5.py
+
+``--smoke`` runs a tiny version on any machine (to check the script, not to measure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+from timing import emit
+
+from twinlens.backend import jax_runtime
+from twinlens.batch import ImagingLikelihood
+from twinlens.batch.likelihood import _jax_batch, vmap_width
+from twinlens.fit.imaging import simulate
+from twinlens.fit.psf import PSF
+from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.grids import Grid2D
+from twinlens.light import LinearSersic, Sersic
+from twinlens.mass import SIE, ExternalShear
+from twinlens.model import parameter_paths
+
+BUDGET_S = 270.0
+
+
+def w5_likelihood(n_pix: int, sub: int) -> ImagingLikelihood:
+    scale = 0.05 * 100 / n_pix
+    grid = Grid2D.uniform(n_pix, scale, sub)
+    psf = PSF.gaussian(0.1, scale, 21 if n_pix >= 50 else 5)
+    lens = Galaxy(
+        mass=(
+            SIE.from_axis_ratio((0.0, 0.0), einstein_radius=1.2, q=0.75, angle=20.0),
+            ExternalShear(0.03, -0.02),
+        )
+    )
+    shape = dict(
+        centre=(0.05, 0.1), ell_comps=(-0.088, 0.153), effective_radius=0.3, sersic_index=1.5
+    )
+    truth = Tracer(lens, Galaxy(light=Sersic(**shape, intensity=0.35)))
+    dataset = simulate(truth, grid, psf, noise_sigma=0.05, seed=1)
+    model = Tracer(lens, Galaxy(light=LinearSersic(**shape)))
+    free = tuple(p for p in parameter_paths(model) if "origin" not in p)
+    return ImagingLikelihood(dataset, model, free)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, any machine")
+    parser.add_argument("--max-batch", type=int, default=16384)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    jax = jax_runtime.load()
+    device = jax.devices()[0]
+    like = w5_likelihood(20, 2) if args.smoke else w5_likelihood(100, 4)
+    sizes = (
+        [4, 8] if args.smoke else [n for n in (64, 256, 1024, 4096, 16384) if n <= args.max_batch]
+    )
+    emit(
+        workload="W5 GPU",
+        case="device",
+        platform=device.platform,
+        device=str(getattr(device, "device_kind", device)),
+        x64=bool(jax.config.jax_enable_x64),
+        vmap_width=vmap_width(),
+        ray_traced_points=like.dataset.layout.n_points,
+        n_params=like.n_params,
+        cpus=os.cpu_count(),
+    )
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        if time.perf_counter() - start > BUDGET_S:
+            emit(workload="W5 GPU", case="batch", batch=n, skipped="time budget")
+            continue
+        vectors = like.reference + 1e-4 * rng.normal(size=(n, like.n_params))
+        chunk = min(like.chunk_size("jax"), 1 << (n - 1).bit_length())
+        t0 = time.perf_counter()
+        values = like.batch(vectors, "jax")
+        first = time.perf_counter() - t0
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            like.batch(vectors, "jax")
+            times.append(time.perf_counter() - t0)
+        steady = float(np.median(times))
+        compiled = (
+            _jax_batch()
+            .lower(like, jax.numpy.zeros((chunk, like.n_params)), vmap_width())
+            .compile()
+        )
+        analysis = compiled.memory_analysis()
+        per_eval = None
+        if analysis is not None:
+            per_eval = (analysis.temp_size_in_bytes + analysis.output_size_in_bytes) / chunk
+        stats = getattr(device, "memory_stats", lambda: None)() or {}
+        emit(
+            workload="W5 GPU",
+            case="batch",
+            batch=n,
+            chunk=chunk,
+            first_call_s=first,
+            median_s=steady,
+            evals_per_s=n / steady,
+            memory_per_eval_mb=None if per_eval is None else per_eval / 2**20,
+            peak_device_gb=stats.get("peak_bytes_in_use", 0) / 2**30,
+            finite=int(np.isfinite(values).sum()),
+        )
+
+
+if __name__ == "__main__":
+    main()
