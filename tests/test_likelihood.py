@@ -223,3 +223,38 @@ def test_nnls_batched_equals_one_by_one():
     for i in range(9):
         expected, _ = scipy.optimize.nnls(c[i].T, r[i])
         assert batch[i] == pytest.approx(expected, abs=1e-10)
+
+
+def test_poisson_simulation_has_the_noise_its_map_states():
+    truth = _tracer()
+    grid = Grid2D(SHAPE, SCALE, sub_size=SUB)
+    dataset = simulate(
+        truth,
+        grid,
+        PSFS["fft"],
+        exposure_time=300.0,
+        background_sky=0.5,
+        background_rms=0.01,
+        seed=4,
+    )
+    # at the truth, (data - model) / sigma are unit normals (Poisson counts are large here)
+    n = dataset.data.size
+    chi2 = float(FitImaging(dataset, truth, "numpy").chi_squared)
+    assert abs(chi2 - n) < 5 * math.sqrt(2 * n)
+    # the noise map follows the model: brighter pixels are noisier
+    model = _reference_model(PSFS["fft"].kernel)
+    expected = np.sqrt((model + 0.5) / 300.0 + 0.01**2)
+    np.testing.assert_allclose(dataset.noise_map, expected, rtol=1e-10)
+
+
+def test_fit_plot_writes_a_figure(tmp_path):
+    dataset, _ = _dataset(PSFS["direct"], mask_radius=0.9)
+    fit = FitImaging(dataset, _tracer(LinearSersic), "numpy")
+    path = tmp_path / "fit.png"
+    fig = fit.plot(str(path))
+    assert path.stat().st_size > 10_000
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["data", "model", "normalised residuals"]
+    # outside the mask the model is NaN (not fitted), inside it is finite
+    assert np.isnan(fit.model_image[0, 0]) and np.all(
+        np.isfinite(fit.model_image[dataset.grid.used])
+    )

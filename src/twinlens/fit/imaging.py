@@ -199,8 +199,12 @@ def simulate(
     if noise_sigma is not None:
         data, noise_map = noise.gaussian_noise(image, noise_sigma, seed)
     else:
+        # FFT convolution leaves rounding-level negatives (~1e-17 of the peak) where the image
+        # is dark; a Poisson mean cannot be negative, so those become 0 (real negatives stay
+        # and are refused by add_noise)
+        rounding = (image < 0) & (image > -1e-12 * np.max(np.abs(image)))
         data, noise_map = noise.add_noise(
-            np.maximum(image, 0.0) if background_sky == 0 else image,
+            np.where(rounding, 0.0, image),
             exposure_time=exposure_time,
             background_sky=background_sky,
             background_rms=background_rms,

@@ -251,7 +251,7 @@ class CoreSersic(_CoreSersicFamily):
     centre, ell_comps, effective_radius, sersic_index
         As for :class:`Sersic`.
     break_radius : float
-        arcsec, > 0.
+        arcsec, >= 0 (0 gives the Sersic profile).
     gamma : float
         Inner power-law slope, in [0, 2).
     alpha : float
