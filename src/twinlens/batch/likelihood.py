@@ -94,6 +94,19 @@ class ImagingLikelihood(ValueIdentity):
         v = self._check_vectors(np.atleast_2d(np.asarray(vector, dtype=float)))[0]
         return set_paths(self.model, dict(zip(self.free, map(float, v), strict=True)), False)
 
+    def _finite_or_minus_inf(self, out: np.ndarray) -> np.ndarray:
+        """NaN inside the valid ranges is a bug to report, and never reaches a sampler."""
+        bad = np.isnan(out)
+        if bad.any():
+            warnings.warn(
+                f"{int(bad.sum())} vectors gave NaN inside the valid parameter ranges; they are "
+                "reported as -inf",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            out[bad] = -np.inf
+        return out
+
     # -- evaluation --------------------------------------------------------------------------
 
     def __call__(self, vector: Any, backend: str | None = None) -> float:
@@ -106,13 +119,11 @@ class ImagingLikelihood(ValueIdentity):
             value = -np.inf
         else:
             try:  # concrete values: each profile picks its fastest exact form
-                tracer = set_paths(
-                    self.model, dict(zip(self.free, map(float, v), strict=True)), False
-                )
+                tracer = self.instance(v)
             except ValueError:  # a parameter check refused a value: outside the valid range
                 return -np.inf
             value = float(_evaluate(tracer, self.dataset, backend)[0])
-        return -np.inf if np.isnan(value) else value
+        return float(self._finite_or_minus_inf(np.array([value]))[0])
 
     def batch(
         self,
@@ -151,16 +162,7 @@ class ImagingLikelihood(ValueIdentity):
                 out[i * size : i * size + chunk.shape[0]] = self._array_chunk(chunk, backend)
             if progress:
                 print(f"chunk {i + 1}/{n_chunks}: {min((i + 1) * size, len(values))} vectors")
-        bad = np.isnan(out)
-        if bad.any():
-            warnings.warn(
-                f"{int(bad.sum())} vectors gave NaN inside the valid parameter ranges; they are "
-                "reported as -inf",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            out[bad] = -np.inf
-        return out
+        return self._finite_or_minus_inf(out)
 
     def _check_vectors(self, values: np.ndarray) -> np.ndarray:
         if values.ndim != 2 or values.shape[1] != self.n_params:
