@@ -306,8 +306,8 @@ def test_far_points_and_tiny_radii_agree_across_backends():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"slope": 3.0}, r"PowerLaw.slope must be in the open range \(1.0, 3.0\)"),
-        ({"slope": 1.0}, r"PowerLaw.slope must be in the open range"),
+        ({"slope": 3.0}, r"PowerLaw.slope must be in \(1, 3\)"),
+        ({"slope": 1.0}, r"PowerLaw.slope must be in \(1, 3\)"),
         ({"einstein_radius": 0.0}, r"PowerLaw.einstein_radius must be > 0"),
         ({"ell_comps": (0.9, 0.5)}, r"PowerLaw.ell_comps must satisfy"),
         ({"centre": (0.0,)}, r"PowerLaw.centre must be a pair"),

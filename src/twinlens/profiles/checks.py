@@ -108,6 +108,13 @@ def check_range(
 
     _record(inside, value)
     if is_concrete(value) and not bool(np.all(inside(np, np.asarray(value, dtype=float)))):
-        lo = "(" if low_open else "["
-        hi = ")" if high_open else "]"
-        raise ValueError(f"{_name(owner, field)} must be in {lo}{low}, {high}{hi}, got {value!r}")
+        allowed = _range_text(low, high, low_open, high_open)
+        raise ValueError(f"{_name(owner, field)} must be {allowed}, got {value!r}")
+
+
+def _range_text(low: float, high: float, low_open: bool, high_open: bool) -> str:
+    if high == math.inf:
+        return f"{'>' if low_open else '>='} {low:g}"
+    if low == -math.inf:
+        return f"{'<' if high_open else '<='} {high:g}"
+    return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
