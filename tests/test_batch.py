@@ -155,3 +155,21 @@ def test_default_free_parameters_are_every_scalar():
     assert like(like.reference, "numpy") == pytest.approx(
         LIKELIHOOD(LIKELIHOOD.reference, "numpy"), rel=1e-12
     )
+
+
+def test_batch_with_a_hand_written_numba_kernel():
+    # the power law's numba kernel is written by hand (scalar parameters): batches run its
+    # members one by one, and must equal the numpy reference
+    from twinlens.mass import PowerLaw
+
+    like = LIKELIHOOD
+    lens = like.model.lenses[0]
+    model = Tracer(
+        Galaxy((PowerLaw((0.0, 0.0), (0.1, -0.05), 0.6, 2.1), *lens.mass[1:]), lens.light),
+        like.model.sources,
+    )
+    free = ("lenses[0].mass[0].einstein_radius", "lenses[0].mass[0].slope")
+    power = ImagingLikelihood(like.dataset, model, free)
+    vectors = np.array([[0.6, 2.1], [0.62, 1.9], [0.58, 2.3]])
+    expected = _one_by_one(power, vectors)
+    np.testing.assert_allclose(power.batch(vectors, "numba"), expected, rtol=1e-10)

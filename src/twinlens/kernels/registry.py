@@ -206,6 +206,22 @@ class Kernel:
                 f"{self.name}: for a batch of {n_batch} parameter sets the inputs must have shape "
                 f"(n,) or ({n_batch}, n), got {shape}"
             )
+        if backend == "numba" and "numba" in self.impls:
+            # a hand-written numba kernel takes scalar params: its members run one by one
+            impl = self.implementation("numba")
+            per_member = len(flat[0]) != n_per
+            rows = [
+                impl(
+                    *(a[b * n_per : (b + 1) * n_per] if per_member else a for a in flat),
+                    *(p[b] for p in fixed),
+                    *(c[b] for c in comps),
+                )
+                for b in range(n_batch)
+            ]
+            return tuple(
+                np.stack([np.asarray(r[k], self.dtype) for r in rows]).reshape(n_batch, n_per)
+                for k in range(len(self.outputs))
+            )
         if backend == "numba":
             if "numba_batched" not in self._built:
                 from twinlens.kernels.compile import numba_batched_loop
