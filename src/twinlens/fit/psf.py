@@ -131,7 +131,11 @@ def _fft(image: Any, psf: PSF, xp: Any) -> Any:
     if xp is np:
         from scipy import fft as sfft
 
-        full = sfft.irfft2(sfft.rfft2(image, s=size, workers=-1) * kernel_ft, s=size, workers=-1)
+        # threads pay off across a batch of images, not within one small image
+        workers = -1 if image.ndim > 2 and image.size > ny * nx else 1
+        full = sfft.irfft2(
+            sfft.rfft2(image, s=size, workers=workers) * kernel_ft, s=size, workers=workers
+        )
     else:
         full = xp.fft.irfft2(xp.fft.rfft2(image, s=size) * kernel_ft, s=size)
     cy, cx = ky // 2, kx // 2
