@@ -75,7 +75,9 @@ from twinlens.backend import jax_runtime
 from twinlens.backend.concrete import any_jax
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.gaussian import quadratic_form
-from twinlens.kernels.ops import exp, log, log1p, maximum, pointwise, where
+from twinlens.kernels.ops import exp_vectorised as exp  # the Sersic's time is mostly exp, log
+from twinlens.kernels.ops import log1p, maximum, pointwise, where
+from twinlens.kernels.ops import log_vectorised as log
 from twinlens.kernels.registry import Kernel, register
 from twinlens.kernels.tolerance import Tolerance
 

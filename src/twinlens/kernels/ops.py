@@ -132,6 +132,130 @@ erfc = make_op("erfc", sc.erfc, "jax.scipy.special.erfc", lambda x: math.erfc(x)
 where = make_op("where", np.where, "jax.numpy.where", lambda c, a, b: a if c else b, inline=False)
 # fmt: on
 
+# -- exp and log for numba, as arithmetic that vectorises ----------------------------------
+#
+# numba compiles np.exp and np.log to scalar libm calls, which LLVM cannot vectorise (no SVML
+# in numba's LLVM build): 0.5 ms for 160,000 values, where numpy's SIMD exp takes 0.14 ms.
+# Written as a Cody-Waite reduction and a polynomial, with the exponent set through the float's
+# bits, they vectorise (0.24 ms exp, 0.17 ms log there) and stay within 1 ulp of libm on every
+# normal input (tests/test_ops.py checks them against numpy and mpmath, specials included).
+# They are separate ops, used where a kernel's time is mostly exp and log (the Sersic light):
+# inlined everywhere, they made numba compile the Gaussian kernels 50% longer.
+# The bit casts are numba intrinsics, made when numba is first loaded.
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01  # ln 2 to 33 bits: k * _LN2_HI is exact for |k| < 2^20
+_LN2_LO = 1.90821492927058770002e-10
+_EXP_MAX = 709.79  # above: inf
+_EXP_MIN = -745.2  # below: 0
+# exp(r) Taylor coefficients 1/j!, j = 2..13: for |r| <= ln(2)/2 the remainder is below 4e-18
+_E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = (
+    1.0 / math.factorial(j) for j in range(2, 14)
+)
+# log(m) = f - s (f - z P(z)), s = f / (2 + f), z = s^2, P = sum 2 / (2 j + 1) z^(j - 1):
+# for m in [sqrt(1/2), sqrt(2)) the remainder after z^10 is below 1e-19
+_L1, _L2, _L3, _L4, _L5, _L6, _L7, _L8, _L9, _L10, _L11 = (2.0 / (2 * j + 1) for j in range(1, 12))
+_SQRT2 = 1.4142135623730951
+_TINY = 2.2250738585072014e-308  # smallest normal float64
+_int_to_float: Any = None  # numba intrinsics, set by register_numba_overloads
+_float_to_int: Any = None
+
+
+def _vector_exp(x):  # pragma: no cover - compiled by numba
+    xc = min(max(x, _EXP_MIN), _EXP_MAX)
+    k = np.floor(xc * _LOG2E + 0.5)
+    r = (xc - k * _LN2_HI) - k * _LN2_LO
+    p = _E13 * r + _E12
+    p = p * r + _E11
+    p = p * r + _E10
+    p = p * r + _E9
+    p = p * r + _E8
+    p = p * r + _E7
+    p = p * r + _E6
+    p = p * r + _E5
+    p = p * r + _E4
+    p = p * r + _E3
+    p = p * r + _E2
+    p = p * r + 1.0
+    p = p * r + 1.0
+    # 2^k in two normal halves, so that results down to the subnormals are reached
+    ki = np.int64(k)
+    k1 = ki >> 1
+    out = (p * _int_to_float((k1 + 1023) << 52)) * _int_to_float((ki - k1 + 1023) << 52)
+    out = np.inf if x > _EXP_MAX else out
+    out = 0.0 if x < _EXP_MIN else out
+    return x if x != x else out
+
+
+def _vector_log(x):  # pragma: no cover - compiled by numba
+    sub = x < _TINY
+    bits = _float_to_int(x * 18014398509481984.0 if sub else x)  # subnormals scaled by 2^54
+    e = ((bits >> 52) & 0x7FF) - 1023 - (54 if sub else 0)
+    m = _int_to_float((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000)  # mantissa in [1, 2)
+    big = m > _SQRT2
+    m = m * 0.5 if big else m
+    e = e + 1 if big else e
+    f = m - 1.0
+    s = f / (m + 1.0)
+    z = s * s
+    p = _L11 * z + _L10
+    p = p * z + _L9
+    p = p * z + _L8
+    p = p * z + _L7
+    p = p * z + _L6
+    p = p * z + _L5
+    p = p * z + _L4
+    p = p * z + _L3
+    p = p * z + _L2
+    p = p * z + _L1
+    ef = float(e)
+    out = ef * _LN2_HI + ((f - s * (f - z * p)) + ef * _LN2_LO)
+    out = -np.inf if x == 0.0 else out
+    out = np.nan if x < 0.0 else out
+    out = np.inf if x == np.inf else out
+    return x if x != x else out
+
+
+def _float_typer(vector_impl: Callable, fallback: Callable) -> Callable:
+    """numba typer: the vectorising implementation for float arguments, else ``fallback``."""
+
+    def typer(x):
+        from numba.core import types
+
+        return vector_impl if isinstance(x, types.Float) else fallback
+
+    return typer
+
+
+# the same values as exp and log (numpy and JAX use theirs), vectorising on numba
+exp_vectorised = make_op("exp_vectorised", np.exp, "jax.numpy.exp", lambda x: np.exp(x))
+log_vectorised = make_op("log_vectorised", np.log, "jax.numpy.log", lambda x: np.log(x))
+exp_vectorised._numba_typer = _float_typer(_vector_exp, exp_vectorised._numba_impl)  # type: ignore[attr-defined]
+log_vectorised._numba_typer = _float_typer(_vector_log, log_vectorised._numba_impl)  # type: ignore[attr-defined]
+
+
+def _make_bit_casts() -> None:
+    global _int_to_float, _float_to_int
+    from numba.core import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def int_to_float(typingctx, bits):
+        sig = types.float64(types.int64)
+        return sig, lambda context, builder, signature, args: builder.bitcast(
+            args[0], context.get_value_type(types.float64)
+        )
+
+    @intrinsic
+    def float_to_int(typingctx, x):
+        sig = types.int64(types.float64)
+        return sig, lambda context, builder, signature, args: builder.bitcast(
+            args[0], context.get_value_type(types.int64)
+        )
+
+    _int_to_float, _float_to_int = int_to_float, float_to_int
+
+
 OPS: tuple[Callable, ...] = (
     sqrt, exp, expm1, log, log1p, sin, cos, tan, arctan, arctanh, arcsinh, sinh, cosh,
     arctan2, hypot, minimum, maximum, floor, real, imag, conj, erf, erfc, where,
@@ -146,6 +270,7 @@ def register_numba_overloads() -> None:
     global _numba_ready
     if _numba_ready:
         return
+    _make_bit_casts()
     for op in _ALL_OPS:
         _overload(op)
     _numba_ready = True
@@ -155,7 +280,8 @@ def _overload(op: Callable) -> None:
     from numba.extending import overload
 
     # inline at the numba IR level: an out-of-line call per op costs more than most ops
-    overload(op, inline="always" if op._numba_inline else "never")(_typer_for(op._numba_impl))
+    typer = getattr(op, "_numba_typer", None) or _typer_for(op._numba_impl)
+    overload(op, inline="always" if op._numba_inline else "never")(typer)
 
 
 def _typer_for(impl: Callable) -> Callable:
