@@ -173,3 +173,18 @@ def test_batch_with_a_hand_written_numba_kernel():
     vectors = np.array([[0.6, 2.1], [0.62, 1.9], [0.58, 2.3]])
     expected = _one_by_one(power, vectors)
     np.testing.assert_allclose(power.batch(vectors, "numba"), expected, rtol=1e-10)
+
+
+def test_imaging_names_are_public_and_lazy():
+    import subprocess
+    import sys
+
+    import twinlens
+
+    assert twinlens.ImagingLikelihood is ImagingLikelihood
+    assert twinlens.Grid2D is Grid2D and twinlens.Tracer is Tracer
+    code = (
+        "import sys, twinlens; assert 'twinlens.fit' not in sys.modules; twinlens.Imaging; "
+        "assert 'jax' not in sys.modules and 'numba' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

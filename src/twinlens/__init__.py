@@ -16,8 +16,39 @@ from twinlens.fields import ValueIdentity, static_field
 
 __version__ = "0.1.0"
 
+# imaging names, imported on first use (PEP 562) so that ``import twinlens`` stays light
+_LAZY = {
+    "Grid2D": "twinlens.grids",
+    "Grid2DIrregular": "twinlens.grids",
+    "PSF": "twinlens.fit.psf",
+    "Imaging": "twinlens.fit.imaging",
+    "simulate": "twinlens.fit.imaging",
+    "Galaxy": "twinlens.fit.tracer",
+    "Tracer": "twinlens.fit.tracer",
+    "FitImaging": "twinlens.fit.likelihood",
+    "ImagingLikelihood": "twinlens.batch.likelihood",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'twinlens' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "BACKENDS",
+    "PSF",
+    "FitImaging",
+    "Galaxy",
+    "Grid2D",
+    "Grid2DIrregular",
+    "Imaging",
+    "ImagingLikelihood",
+    "Tracer",
     "ValueIdentity",
     "__version__",
     "get_backend",
@@ -25,5 +56,6 @@ __all__ = [
     "resolve_backend",
     "set_backend",
     "set_num_threads",
+    "simulate",
     "static_field",
 ]
