@@ -59,9 +59,10 @@ def test_fused_equals_profile_by_profile():
         np.testing.assert_allclose(c, r, rtol=1e-12, atol=1e-13)
 
 
-def test_fused_batch_equals_members():
+@pytest.mark.parametrize("n_batch", [3, 9])  # parallel over points, then over members
+def test_fused_batch_equals_members(n_batch):
     tracer = _tracer()
-    theta = np.array([0.9, 1.0, 1.1])
+    theta = np.linspace(0.9, 1.1, n_batch)
     lens = tracer.lenses[0]
     sie = lens.mass[0]
     batch_tracer = Tracer(
@@ -69,7 +70,7 @@ def test_fused_batch_equals_members():
         tracer.sources,
     )
     fixed, columns = fused.fused_light(batch_tracer, X, Y)
-    assert fixed.shape == (3, X.size)
+    assert fixed.shape == (n_batch, X.size)
     for b, t in enumerate(theta):
         member = Tracer(
             Galaxy((type(sie)(sie.centre, sie.ell_comps, float(t)), *lens.mass[1:]), lens.light),

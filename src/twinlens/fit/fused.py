@@ -115,7 +115,10 @@ def fused_light(tracer: Any, xs: np.ndarray, ys: np.ndarray) -> tuple[Any, list]
     except ValueError:
         return None
     batched = any(np.ndim(p) > 0 for p in scalars) or any(np.ndim(c) > 1 for c in comps)
-    loop = _compiled(_signature(mass, fixed, columns), tuple(_kernel_key(c) for c in calls))
+    # parallel over members when there are enough to share out, else over points
+    by_member = n_batch >= 2 * numba_runtime.get_num_threads()
+    signature = _signature(mass, fixed, columns)
+    loop = _compiled(signature, tuple(_kernel_key(c) for c in calls), by_member)
     out = loop(n_batch, xs, ys, *scalar_arrays, *comp_arrays)
     shaped = out.reshape(out.shape[0], n_batch, xs.shape[0])
     if not batched:
@@ -130,7 +133,7 @@ def _kernel_key(call: PlannedCall) -> tuple:
 
 
 @cache
-def _compiled(signature: tuple, kernels: tuple) -> Any:
+def _compiled(signature: tuple, kernels: tuple, by_member: bool) -> Any:
     from twinlens.kernels import ops
     from twinlens.kernels.compile import compile_quietly, math_fingerprint
 
@@ -138,7 +141,7 @@ def _compiled(signature: tuple, kernels: tuple) -> Any:
     ops.register_numba_overloads()
     modules = sorted({module for module, *_ in kernels})
     fingerprint = "-".join(math_fingerprint(m) for m in modules)
-    source = _source(signature, kernels, fingerprint)
+    source = _source(signature, kernels, fingerprint, by_member)
     stem = "fused_" + "_".join(name.replace(".", "_") for _, name, _ in signature)[:80]
     loop = numba_runtime.import_generated(stem, source).loop
     dummy: list[Any] = [1, np.zeros(1), np.zeros(1)]
@@ -147,8 +150,9 @@ def _compiled(signature: tuple, kernels: tuple) -> Any:
     return compile_quietly(loop, *dummy)
 
 
-def _source(signature: tuple, kernels: tuple, fingerprint: str) -> str:
-    """The generated module: per point, sum the deflections, trace, add the light."""
+def _source(signature: tuple, kernels: tuple, fingerprint: str, by_member: bool) -> str:
+    """The generated module: per point, sum the deflections, trace, add the light; the
+    parallel loop runs over batch members (``by_member``) or over the points of each."""
     imports, scalars, comps = [], [], []
     body = ["x = xs[i]", "y = ys[i]", "ax = 0.0", "ay = 0.0", "light = 0.0"]
     n_columns = 0
@@ -199,6 +203,8 @@ def _source(signature: tuple, kernels: tuple, fingerprint: str) -> str:
         cache=numba_runtime.cache_enabled(),
         args=", ".join(["n_batch", "xs", "ys", *scalars, *comps]),
         n_out=1 + n_columns,
+        members="prange" if by_member else "range",
+        points="range" if by_member else "prange",
         loads=loads,
         body="\n".join(" " * 12 + line for line in body),
     )
@@ -217,9 +223,9 @@ from numba import njit, prange
 def loop({args}):
     n = xs.shape[0]
     out = np.zeros(({n_out}, n_batch * n))
-    for b in range(n_batch):
+    for b in {members}(n_batch):
 {loads}
-        for i in prange(n):
+        for i in {points}(n):
             t = b * n + i
 {body}
     return out
