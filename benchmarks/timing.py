@@ -24,8 +24,8 @@ def first_call(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
-def median_time(fn: Callable[[], Any], repeats: int = 7, warmup: int = 2) -> float:
-    """Median seconds per call over ``repeats`` calls after ``warmup`` calls."""
+def call_times(fn: Callable[[], Any], repeats: int = 7, warmup: int = 2) -> list[float]:
+    """Seconds per call for ``repeats`` calls after ``warmup`` calls."""
     for _ in range(warmup):
         block(fn())
     times = []
@@ -33,7 +33,19 @@ def median_time(fn: Callable[[], Any], repeats: int = 7, warmup: int = 2) -> flo
         t0 = time.perf_counter()
         block(fn())
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return times
+
+
+def median_time(fn: Callable[[], Any], repeats: int = 7, warmup: int = 2) -> float:
+    """Median seconds per call over ``repeats`` calls after ``warmup`` calls."""
+    return statistics.median(call_times(fn, repeats, warmup))
+
+
+def median_and_min_ms(fn: Callable[[], Any], repeats: int = 7, warmup: int = 2) -> dict:
+    """``{"median_ms", "min_ms"}`` per call (the minimum shows how much of the median is load
+    from other work on the machine)."""
+    times = call_times(fn, repeats, warmup)
+    return {"median_ms": 1e3 * statistics.median(times), "min_ms": 1e3 * min(times)}
 
 
 def emit(**fields: Any) -> None:

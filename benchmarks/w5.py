@@ -23,7 +23,7 @@ import sys
 import time
 
 import numpy as np
-from timing import block, emit
+from timing import emit, median_and_min_ms
 
 from twinlens import convert
 from twinlens.batch import ImagingLikelihood
@@ -35,17 +35,6 @@ from twinlens.light import LinearSersic
 from twinlens.model import parameter_paths
 
 N_PIX, PIXEL_SCALE, SUB_SIZE, NOISE, PSF_SIZE, PSF_FWHM = 100, 0.05, 4, 0.05, 21, 0.1
-
-
-def _times(fn, repeats: int, warmup: int = 2) -> dict:
-    for _ in range(warmup):
-        block(fn())
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        block(fn())
-        times.append(time.perf_counter() - t0)
-    return {"median_ms": 1e3 * float(np.median(times)), "min_ms": 1e3 * min(times)}
 
 
 def _peers():
@@ -151,15 +140,15 @@ def run_case(case: str, quick: bool) -> None:
         emit(**common, n_params=like.n_params, **fields)
     elif case == "lenstronomy":
         ls = peers.lenstronomy_w5(*_peer_inputs(sim, truth))
-        emit(**common, **_times(ls["evaluate"], repeats))
+        emit(**common, **median_and_min_ms(ls["evaluate"], repeats))
     elif case == "jaxtronomy-jit":
         jx = peers.jaxtronomy_w5(*_peer_inputs(sim, truth))
-        emit(**common, compile_s=jx["compile_s"], **_times(jx["jit"], repeats))
+        emit(**common, compile_s=jx["compile_s"], **median_and_min_ms(jx["jit"], repeats))
     elif case == "jaxtronomy-jit(vmap)":
         jx = peers.jaxtronomy_w5(*_peer_inputs(sim, truth))
         for n in batches:
             compiled = jx["batch_compile"](n)
-            t = _times(lambda n=n: jx["batch"](n), 5 if n == 64 else 2, warmup=1)
+            t = median_and_min_ms(lambda n=n: jx["batch"](n), 5 if n == 64 else 2, warmup=1)
             emit(
                 **common,
                 batch=n,
@@ -172,7 +161,7 @@ def run_case(case: str, quick: bool) -> None:
         t0 = time.perf_counter()
         like(v0 + 1e-4, backend)
         first = time.perf_counter() - t0
-        t = _times(lambda: like(v0 + 1e-4 * rng.normal(size=v0.size), backend), repeats)
+        t = median_and_min_ms(lambda: like(v0 + 1e-4 * rng.normal(size=v0.size), backend), repeats)
         emit(**common, first_call_s=first, ray_traced_points=dataset.layout.n_points, **t)
     elif case.endswith("-batch"):
         backend = case.split("-")[1]
@@ -181,7 +170,9 @@ def run_case(case: str, quick: bool) -> None:
             t0 = time.perf_counter()
             like.batch(vectors, backend)
             first = time.perf_counter() - t0
-            t = _times(lambda v=vectors: like.batch(v, backend), 5 if n == 64 else 2, warmup=0)
+            t = median_and_min_ms(
+                lambda v=vectors: like.batch(v, backend), 5 if n == 64 else 2, warmup=0
+            )
             emit(**common, batch=n, first_call_s=first, evals_per_s=n / (t["median_ms"] / 1e3), **t)
     else:
         raise SystemExit(f"unknown case {case!r}")

@@ -107,7 +107,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from timing import block, emit
+from timing import call_times, emit
 
 N_PIX = 100
 PIXEL_SCALE = 0.05
@@ -409,15 +409,8 @@ def _check_plain_chi2(sim: dict, result: dict) -> dict:
 
 
 def _times(fn: Callable[[], Any], repeats: int, warmup: int) -> dict:
-    """Median and minimum seconds per call over ``repeats`` calls after ``warmup`` calls (the
-    minimum shows how much of the median is load from other work on the machine)."""
-    for _ in range(warmup):
-        block(fn())
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        block(fn())
-        times.append(time.perf_counter() - t0)
+    """Median and minimum seconds per call (see ``timing.call_times``)."""
+    times = call_times(fn, repeats, warmup)
     return {"median_s": float(np.median(times)), "min_s": min(times)}
 
 
