@@ -17,7 +17,7 @@ import os
 import time
 
 import numpy as np
-from timing import emit
+from timing import call_times, emit
 
 from twinlens.backend import jax_runtime
 from twinlens.batch import ImagingLikelihood
@@ -86,12 +86,7 @@ def main() -> None:
         t0 = time.perf_counter()
         values = like.batch(vectors, "jax")
         first = time.perf_counter() - t0
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            like.batch(vectors, "jax")
-            times.append(time.perf_counter() - t0)
-        steady = float(np.median(times))
+        steady = float(np.median(call_times(lambda v=vectors: like.batch(v, "jax"), 3, 0)))
         compiled = (
             _jax_batch()
             .lower(like, jax.numpy.zeros((chunk, like.n_params)), vmap_width())
