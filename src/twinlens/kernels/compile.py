@@ -106,11 +106,7 @@ def numba_source(kernel: Kernel) -> str:
     hoist out of the inner loop, and each inlined point function stays a flat, unrollable body
     (measured 3x faster per Gaussian than a component loop inside each point).
     """
-    module, function = _check_importable(kernel.point)
-    ins = [a.name for a in kernel.inputs]
     pars = [p.name for p in kernel.params]
-    outs = [f"out_{o}" for o in kernel.outputs]
-    dtype = np.dtype(kernel.dtype).name
     if kernel.components:
         fixed, comps = pars[: -kernel.components], pars[-kernel.components :]
         alloc = "np.zeros"
@@ -127,27 +123,7 @@ def numba_source(kernel: Kernel) -> str:
         head = "    for i in prange(n):\n"
         call_pars = pars
         assign = "="
-    allocate = "\n".join(f"    {o} = {alloc}(n, dtype=np.{dtype})" for o in outs)
-    call = f"_point({', '.join([f'{a}[i]' for a in ins] + call_pars)})"
-    if len(outs) == 1:
-        body = f"{indent}{outs[0]}[i] {assign} {call}"
-    else:
-        body = f"{indent}r = {call}\n" + "\n".join(
-            f"{indent}{o}[i] {assign} r[{k}]" for k, o in enumerate(outs)
-        )
-    return _LOOP_TEMPLATE.format(
-        name=kernel.name,
-        fingerprint=math_fingerprint(module),
-        module=module,
-        function=function,
-        cache=numba_runtime.cache_enabled(),
-        args=", ".join(ins + pars),
-        first=ins[0],
-        allocate=allocate,
-        loops=head.rstrip("\n"),
-        body=body,
-        outs=", ".join(outs),
-    )
+    return _fill(_LOOP_TEMPLATE, kernel, "n", "i", alloc, assign, indent, head, call_pars)
 
 
 def numba_loop(kernel: Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
@@ -201,11 +177,7 @@ def numba_batched_source(kernel: Kernel) -> str:
     is as parallel as a batch of thousands. Output ``t`` is member ``t // n_per``'s point
     ``t % n_per``.
     """
-    module, function = _check_importable(kernel.point)
-    ins = [a.name for a in kernel.inputs]
     pars = [p.name for p in kernel.params]
-    outs = [f"out_{o}" for o in kernel.outputs]
-    dtype = np.dtype(kernel.dtype).name
     n_comp = kernel.components
     fixed, comps = (pars[:-n_comp], pars[-n_comp:]) if n_comp else (pars, [])
     call_pars = [f"{p}[b]" for p in fixed] + [f"{c}[b, k]" for c in comps]
@@ -216,22 +188,43 @@ def numba_batched_source(kernel: Kernel) -> str:
         alloc, assign, indent = "np.empty", "=", "        "
         head = "    for t in prange(total):\n"
     head += f"{indent}b = t // n_per\n{indent}i = t % n_in\n"
+    return _fill(_BATCHED_TEMPLATE, kernel, "total", "t", alloc, assign, indent, head, call_pars)
+
+
+def _fill(
+    template: str,
+    kernel: Kernel,
+    size: str,
+    index: str,
+    alloc: str,
+    assign: str,
+    indent: str,
+    head: str,
+    call_pars: list[str],
+) -> str:
+    """A generated module from ``template``: outputs of length ``size`` allocated by
+    ``alloc``, the loops ``head``, and a body storing (``assign``) the point function's
+    outputs at ``index``, with inputs read at ``i`` and params ``call_pars``."""
+    module, function = _check_importable(kernel.point)
+    ins = [a.name for a in kernel.inputs]
+    outs = [f"out_{o}" for o in kernel.outputs]
+    dtype = np.dtype(kernel.dtype).name
     call = f"_point({', '.join([f'{a}[i]' for a in ins] + call_pars)})"
     if len(outs) == 1:
-        body = f"{indent}{outs[0]}[t] {assign} {call}"
+        body = f"{indent}{outs[0]}[{index}] {assign} {call}"
     else:
         body = f"{indent}r = {call}\n" + "\n".join(
-            f"{indent}{o}[t] {assign} r[{j}]" for j, o in enumerate(outs)
+            f"{indent}{o}[{index}] {assign} r[{k}]" for k, o in enumerate(outs)
         )
-    return _BATCHED_TEMPLATE.format(
+    return template.format(
         name=kernel.name,
         fingerprint=math_fingerprint(module),
         module=module,
         function=function,
         cache=numba_runtime.cache_enabled(),
-        args=", ".join(ins + pars),
+        args=", ".join(ins + [p.name for p in kernel.params]),
         first=ins[0],
-        allocate="\n".join(f"    {o} = {alloc}(total, dtype=np.{dtype})" for o in outs),
+        allocate="\n".join(f"    {o} = {alloc}({size}, dtype=np.{dtype})" for o in outs),
         loops=head.rstrip("\n"),
         body=body,
         outs=", ".join(outs),
