@@ -19,6 +19,7 @@ import time
 import numpy as np
 from timing import call_times, emit
 
+from twinlens import memo
 from twinlens.backend import jax_runtime
 from twinlens.batch import ImagingLikelihood
 from twinlens.batch.likelihood import _jax_batch, vmap_width
@@ -89,7 +90,7 @@ def main() -> None:
         steady = float(np.median(call_times(lambda v=vectors: like.batch(v, "jax"), 3, 0)))
         compiled = (
             _jax_batch()
-            .lower(like, jax.numpy.zeros((chunk, like.n_params)), vmap_width())
+            .lower(like, jax.numpy.zeros((chunk, like.n_params)), vmap_width(), memo.enabled())
             .compile()
         )
         analysis = compiled.memory_analysis()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from twinlens import memo
 from twinlens.backend.concrete import batched
 from twinlens.fit import fused
 from twinlens.fit.tracer import Galaxy, Tracer
@@ -40,6 +43,18 @@ def _tracer(extra_mass=()):
     return Tracer(lens, source)
 
 
+def _fuse(tracer, x, y, stored_mass=(), stored_light=()):
+    return fused.fused_light(
+        [p for g in tracer.lenses for p in g.mass],
+        [p for g in tracer.lenses for p in g.light],
+        [p for g in tracer.sources for p in g.light],
+        x,
+        y,
+        stored_mass,
+        stored_light,
+    )
+
+
 def _unfused(tracer, x, y, backend):
     # the profile-by-profile path, reached by giving positions a second axis
     fixed, columns = tracer._light_terms(x[None, :], y[None, :], backend)
@@ -48,7 +63,7 @@ def _unfused(tracer, x, y, backend):
 
 def test_fused_equals_profile_by_profile():
     tracer = _tracer()
-    got = fused.fused_light(tracer, X, Y)
+    got = _fuse(tracer, X, Y)
     assert got is not None, "every profile here has a planned kernel call"
     fixed, columns = got
     ref_fixed, ref_columns = _unfused(tracer, X, Y, "numpy")
@@ -69,7 +84,7 @@ def test_fused_batch_equals_members(n_batch):
         Galaxy((type(sie)(sie.centre, sie.ell_comps, batched(theta)), *lens.mass[1:]), lens.light),
         tracer.sources,
     )
-    fixed, columns = fused.fused_light(batch_tracer, X, Y)
+    fixed, columns = _fuse(batch_tracer, X, Y)
     assert fixed.shape == (n_batch, X.size)
     for b, t in enumerate(theta):
         member = Tracer(
@@ -85,7 +100,7 @@ def test_profiles_without_a_single_kernel_call_fall_back():
     # the power law's numba kernel is hand-written (its series length is decided per call):
     # there is no per-point function to inline, so the tracer is computed profile by profile
     tracer = _tracer(extra_mass=(PowerLaw((0.3, -0.2), (0.0, 0.1), 0.2, 2.1),))
-    assert fused.fused_light(tracer, X, Y) is None
+    assert _fuse(tracer, X, Y) is None
     fixed, columns = tracer._light_terms(X, Y, "numba")  # still computed, unfused
     ref_fixed, ref_columns = _unfused(tracer, X, Y, "numpy")
     np.testing.assert_allclose(fixed, ref_fixed, rtol=1e-10, atol=1e-12)
@@ -100,3 +115,41 @@ def test_tracer_light_terms_use_the_fused_loop(backend, monkeypatch):
     monkeypatch.setattr(fused, "fused_light", lambda *a: calls.append(1) or original(*a))
     _tracer()._light_terms(X, Y, backend)
     assert calls == [1]
+
+
+@pytest.mark.parametrize("n_batch", [1, 3])
+def test_stored_fields_enter_the_loop_times_their_factors(n_batch):
+    # fields recalled from the memo (here made by hand: the MGE's unit deflections and the
+    # lens light's image) are read by the loop, times one factor per member
+    tracer = _tracer()
+    lens = tracer.lenses[0]
+    sie, shear, mge = lens.mass
+    ratios = np.linspace(0.2, 0.4, n_batch)
+    unit = np.stack(
+        mge.__class__(mge.sigmas, mge.intensities, mge.centre, mge.ell_comps, 1.0)._deflections(
+            X, Y, "numpy"
+        )
+    )
+    unit.setflags(write=False)
+    image = np.asarray(lens.light[0]._image(X, Y, "numpy"))
+    image.setflags(write=False)
+    stored_mass = [memo.Recalled(unit, "tuple", batched(ratios), 2)]
+    stored_light = [memo.Recalled(image, "array")]
+    got_fixed, got_columns = fused.fused_light(
+        [sie, shear],
+        [lens.light[1]],
+        list(tracer.sources[0].light),
+        X,
+        Y,
+        stored_mass,
+        stored_light,
+    )
+    for b, r in enumerate(ratios):
+        member = Tracer(
+            Galaxy((sie, shear, dataclasses.replace(mge, mass_to_light_ratio=r)), lens.light),
+            tracer.sources,
+        )
+        ref_fixed, ref_columns = _unfused(member, X, Y, "numpy")
+        np.testing.assert_allclose(np.atleast_2d(got_fixed)[b], ref_fixed, rtol=1e-12, atol=1e-13)
+        for c, ref in zip(got_columns, ref_columns, strict=True):  # basis of 3, source 1
+            np.testing.assert_allclose(np.atleast_2d(c)[b], ref, rtol=1e-12, atol=1e-13)

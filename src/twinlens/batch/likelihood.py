@@ -32,11 +32,12 @@ from typing import Any
 
 import numpy as np
 
+from twinlens import memo
 from twinlens.backend import resolve_backend
 from twinlens.backend.concrete import batched
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
-from twinlens.fit.likelihood import _evaluate, blurred_terms, solve_and_score
+from twinlens.fit.likelihood import blurred_terms, solve_and_score
 from twinlens.fit.tracer import Tracer
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.profiles.checks import collect_validity
@@ -114,15 +115,11 @@ class ImagingLikelihood(ValueIdentity):
         backend = resolve_backend(backend)
         v = self._check_vectors(np.atleast_2d(np.asarray(vector, dtype=float)))[0]
         if backend == "jax":
-            value = float(_jax_single()(self, v))
-        elif not np.all(np.isfinite(v)):
-            value = -np.inf
+            value = float(_jax_single()(self, v, memo.enabled()))
         else:
-            try:  # concrete values: each profile picks its fastest exact form
-                tracer = self.instance(v)
-            except ValueError:  # a parameter check refused a value: outside the valid range
-                return -np.inf
-            value = float(_evaluate(tracer, self.dataset, backend)[0])
+            # as a batch of one: the free values are batch columns, never concrete, so the
+            # memo can tell them from the fixed ones (as under JAX, where they are traced)
+            value = float(self._array_chunk(v[None, :], backend)[0])
         return float(self._finite_or_minus_inf(np.array([value]))[0])
 
     def batch(
@@ -194,7 +191,7 @@ class ImagingLikelihood(ValueIdentity):
         n = values.shape[0]
         if n < size:  # pad to the compiled chunk shape with valid vectors
             values = np.concatenate([values, np.repeat(self.reference[None, :], size - n, 0)])
-        return np.asarray(_jax_batch()(self, values, vmap_width()))[:n]
+        return np.asarray(_jax_batch()(self, values, vmap_width(), memo.enabled()))[:n]
 
     def _single_jax(self, vector: Any) -> Any:
         from twinlens.backend import jax_runtime
@@ -263,7 +260,10 @@ def _jax_single():
     from twinlens.backend import jax_runtime
 
     jax = jax_runtime.load()
-    return jax.jit(lambda likelihood, vector: likelihood._single_jax(vector), static_argnums=0)
+    # the memo's switch is static: it decides whether fixed fields are folded into the program
+    return jax.jit(
+        lambda likelihood, vector, memo_on: likelihood._single_jax(vector), static_argnums=(0, 2)
+    )
 
 
 @cache
@@ -272,11 +272,11 @@ def _jax_batch():
 
     jax = jax_runtime.load()
 
-    def run(likelihood: ImagingLikelihood, vectors: Any, width: int) -> Any:
+    def run(likelihood: ImagingLikelihood, vectors: Any, width: int, memo_on: bool) -> Any:
         if width >= vectors.shape[0]:
             return jax.vmap(likelihood._single_jax)(vectors)
         # vmap over ``width`` vectors at a time, in a loop inside the one program
         return jax.lax.map(likelihood._single_jax, vectors, batch_size=width)
 
     # the likelihood is static: it hashes by value, so one program per likelihood and shape
-    return jax.jit(run, static_argnums=(0, 2))
+    return jax.jit(run, static_argnums=(0, 2, 3))

@@ -41,44 +41,42 @@ IMAGE = (Symbol("x"), Symbol("y"))
 SOURCE = (Symbol("bx"), Symbol("by"))
 
 
-def _plan(tracer: Any) -> tuple[list, list, list] | None:
+def _plan(mass: list, lens_light: list, source_light: list) -> tuple[list, list, list] | None:
     """``(mass, fixed, columns)`` planned calls, or None if some profile cannot be fused."""
-    mass, fixed, columns = [], [], []
+    mass_calls, fixed, columns = [], [], []
     try:
-        for galaxy in tracer.lenses:
-            for profile in galaxy.mass:
-                out = profile._deflections(*IMAGE, PLAN)
-                if not (
-                    isinstance(out, tuple)
-                    and len(out) == 2
-                    and all(isinstance(o, PlannedOutput) for o in out)
-                    and out[0].call is out[1].call
-                    and (out[0].index, out[1].index) == (0, 1)
-                ):
-                    return None
-                mass.append(out[0].call)
-        for galaxies, symbols in ((tracer.lenses, IMAGE), (tracer.sources, SOURCE)):
-            for galaxy in galaxies:
-                for profile in galaxy.light:
-                    outs = (
-                        profile._columns(*symbols, PLAN)
-                        if profile.n_linear
-                        else [profile._image(*symbols, PLAN)]
-                    )
-                    for o in outs:
-                        if not isinstance(o, PlannedOutput) or o.call.args[:2] != symbols:
-                            return None
-                    (columns if profile.n_linear else fixed).extend(o.call for o in outs)
+        for profile in mass:
+            out = profile._deflections(*IMAGE, PLAN)
+            if not (
+                isinstance(out, tuple)
+                and len(out) == 2
+                and all(isinstance(o, PlannedOutput) for o in out)
+                and out[0].call is out[1].call
+                and (out[0].index, out[1].index) == (0, 1)
+            ):
+                return None
+            mass_calls.append(out[0].call)
+        for profiles, symbols in ((lens_light, IMAGE), (source_light, SOURCE)):
+            for profile in profiles:
+                outs = (
+                    profile._columns(*symbols, PLAN)
+                    if profile.n_linear
+                    else [profile._image(*symbols, PLAN)]
+                )
+                for o in outs:
+                    if not isinstance(o, PlannedOutput) or o.call.args[:2] != symbols:
+                        return None
+                (columns if profile.n_linear else fixed).extend(o.call for o in outs)
     except (TypeError, ValueError, AttributeError, NotImplementedError):
         return None
-    for call in (*mass, *fixed, *columns):
+    for call in (*mass_calls, *fixed, *columns):
         k = call.kernel
         if k.point is None or "numba" in k.impls or k.input_dtype != "float64":
             return None  # no per-point source that numba compiles as is
-    for call in mass:
+    for call in mass_calls:
         if call.args[:2] != IMAGE:
             return None
-    return mass, fixed, columns
+    return mass_calls, fixed, columns
 
 
 def _split(call: PlannedCall) -> tuple[list, list]:
@@ -88,28 +86,42 @@ def _split(call: PlannedCall) -> tuple[list, list]:
     return list(params[:n_fixed]), list(params[n_fixed:])
 
 
-def _signature(mass: list, fixed: list, columns: list) -> tuple:
-    return tuple(
+def _signature(mass: list, fixed: list, columns: list, n_base: tuple[int, int]) -> tuple:
+    calls = tuple(
         (role, c.kernel.name, tuple(s.name for s in c.args[: len(c.kernel.inputs)]))
         for role, calls in (("mass", mass), ("fixed", fixed), ("column", columns))
         for c in calls
     )
+    return (*calls, ("stored", n_base))
 
 
-def fused_light(tracer: Any, xs: np.ndarray, ys: np.ndarray) -> tuple[Any, list] | None:
+def fused_light(
+    mass: list,
+    lens_light: list,
+    source_light: list,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    stored_mass: tuple = (),
+    stored_light: tuple = (),
+) -> tuple[Any, list] | None:
     """``(fixed, columns)`` like :meth:`Tracer._light_terms` on numba, from one fused loop, or
-    None when the tracer cannot be fused. Parameters may be
-    :class:`~twinlens.backend.concrete.Batched` columns; outputs are then ``(n_batch, n)``."""
-    plan = _plan(tracer)
+    None when the profiles cannot be fused. Parameters may be
+    :class:`~twinlens.backend.concrete.Batched` columns; outputs are then ``(n_batch, n)``.
+
+    ``stored_mass`` (deflections) and ``stored_light`` (images) are fields recalled from
+    :mod:`twinlens.memo`: the loop reads them, times their factors, instead of computing."""
+    plan = _plan(mass, lens_light, source_light)
     if plan is None:
         return None
-    mass, fixed, columns = plan
-    calls = mass + fixed + columns
+    mass_calls, fixed, columns = plan
+    calls = mass_calls + fixed + columns
     scalars, comps = [], []
     for c in calls:
         s, k = _split(c)
         scalars += s
         comps += k
+    stored = [*stored_mass, *stored_light]
+    scalars += [r.factor for r in stored]  # a factor is one number per member, like a param
     try:
         n_batch, scalar_arrays, comp_arrays = batch_params(scalars, comps)
     except ValueError:
@@ -117,13 +129,13 @@ def fused_light(tracer: Any, xs: np.ndarray, ys: np.ndarray) -> tuple[Any, list]
     batched = any(np.ndim(p) > 0 for p in scalars) or any(np.ndim(c) > 1 for c in comps)
     # parallel over members when there are enough to share out, else over points
     by_member = n_batch >= 2 * numba_runtime.get_num_threads()
-    signature = _signature(mass, fixed, columns)
+    signature = _signature(mass_calls, fixed, columns, (len(stored_mass), len(stored_light)))
     loop = _compiled(signature, tuple(_kernel_key(c) for c in calls), by_member)
-    out = loop(n_batch, xs, ys, *scalar_arrays, *comp_arrays)
+    out = loop(n_batch, xs, ys, *(r.stored for r in stored), *scalar_arrays, *comp_arrays)
     shaped = out.reshape(out.shape[0], n_batch, xs.shape[0])
     if not batched:
         shaped = shaped[:, 0, :]
-    fixed_out: Any = shaped[0] if fixed else 0.0
+    fixed_out: Any = shaped[0] if fixed or stored_light else 0.0
     return fixed_out, [shaped[1 + i] for i in range(len(columns))]
 
 
@@ -142,10 +154,16 @@ def _compiled(signature: tuple, kernels: tuple, by_member: bool) -> Any:
     modules = sorted({module for module, *_ in kernels})
     fingerprint = "-".join(math_fingerprint(m) for m in modules)
     source = _source(signature, kernels, fingerprint, by_member)
-    stem = "fused_" + "_".join(name.replace(".", "_") for _, name, _ in signature)[:80]
+    stem = "fused_" + "_".join(name.replace(".", "_") for _, name, _ in signature[:-1])[:80]
     loop = numba_runtime.import_generated(stem, source).loop
+    n_mass, n_light = signature[-1][1]
     dummy: list[Any] = [1, np.zeros(1), np.zeros(1)]
+    stored = [np.zeros((2, 1))] * n_mass + [np.zeros(1)] * n_light
+    for a in stored:
+        a.setflags(write=False)  # the memo's arrays are read-only: a distinct numba type
+    dummy += stored
     dummy += [np.full(1, 0.5) for k in kernels for _ in range(k[2])]
+    dummy += [np.full(1, 0.5)] * (n_mass + n_light)
     dummy += [np.full((1, 1), 0.5) for k in kernels for _ in range(k[3])]
     return compile_quietly(loop, *dummy)
 
@@ -155,6 +173,13 @@ def _source(signature: tuple, kernels: tuple, fingerprint: str, by_member: bool)
     parallel loop runs over batch members (``by_member``) or over the points of each."""
     imports, scalars, comps = [], [], []
     body = ["x = xs[i]", "y = ys[i]", "ax = 0.0", "ay = 0.0", "light = 0.0"]
+    n_mass, n_light = signature[-1][1]
+    signature = signature[:-1]
+    # stored fields (from the memo) first: read, times one factor per member
+    stored = [f"sm{j}" for j in range(n_mass)] + [f"sl{j}" for j in range(n_light)]
+    factors = [f"f{name}" for name in stored]
+    body += [f"ax += f{a}_b * {a}[0, i]\nay += f{a}_b * {a}[1, i]" for a in stored[:n_mass]]
+    body += [f"light += f{a}_b * {a}[i]" for a in stored[n_mass:]]
     n_columns = 0
     traced = False
     for j, ((role, _, symbols), (module, function, n_s, n_c)) in enumerate(
@@ -192,8 +217,10 @@ def _source(signature: tuple, kernels: tuple, fingerprint: str, by_member: bool)
         else:
             n_columns += 1
             body.append(f"out[{n_columns}, t] = {value}")
-    if any(role == "fixed" for role, _, _ in signature):
+    if n_light or any(role == "fixed" for role, _, _ in signature):
         body.append("out[0, t] = light")
+    body = [part for line in body for part in line.split("\n")]
+    scalars += factors
     # per-member scalars are read once per member, outside the parallel loop over points,
     # so the loop body is the same straight-line code as a single evaluation's
     loads = "\n".join(f"        {p}_b = {p}[b]" for p in scalars) or "        pass"
@@ -201,7 +228,7 @@ def _source(signature: tuple, kernels: tuple, fingerprint: str, by_member: bool)
         fingerprint=fingerprint,
         imports="\n".join(imports),
         cache=numba_runtime.cache_enabled(),
-        args=", ".join(["n_batch", "xs", "ys", *scalars, *comps]),
+        args=", ".join(["n_batch", "xs", "ys", *stored, *scalars, *comps]),
         n_out=1 + n_columns,
         members="prange" if by_member else "range",
         points="range" if by_member else "prange",

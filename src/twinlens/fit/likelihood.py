@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from twinlens import memo
 from twinlens.backend import array_module, resolve_backend
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.nnls import nnls_gram
@@ -35,8 +36,10 @@ def blurred_terms(tracer: Tracer, dataset: Imaging, backend: str) -> Any:
     parametric light, then each linear profile's unit-intensity image."""
     xp = array_module(backend)
     layout = dataset.layout
-    x, y = (layout.xs, layout.ys) if xp is np else (xp.asarray(layout.xs), xp.asarray(layout.ys))
-    fixed, columns = tracer._light_terms(x, y, backend)
+    # numpy coordinates on every backend: under jit, jnp.asarray would make them a tracer and
+    # hide the grid from the memo, whose fields then could not be folded (twinlens.memo)
+    x, y = layout.xs, layout.ys
+    fixed, columns = tracer._light_terms(x, y, backend, grid=layout)
     # without parametric light the fixed image is zero: skip its binning and convolution
     has_fixed = not (isinstance(fixed, float) and fixed == 0.0)
     terms = [x * 0.0 + fixed] if has_fixed or not columns else []
@@ -86,8 +89,11 @@ def _jitted():
 
     jax = jax_runtime.load()
     # the dataset is static (hashes by value: one compile per distinct dataset), the tracer a
-    # pytree (its numbers are arguments, so a new parameter value reuses the program)
-    return jax.jit(lambda dataset, tracer: _evaluate(tracer, dataset, "jax"), static_argnums=0)
+    # pytree (its numbers are arguments, so a new parameter value reuses the program); the
+    # memo's switch is static too, since it decides what the program computes
+    return jax.jit(
+        lambda dataset, tracer, memo_on: _evaluate(tracer, dataset, "jax"), static_argnums=(0, 2)
+    )
 
 
 def log_likelihood(tracer: Tracer, dataset: Imaging, backend: str | None = None) -> Any:
@@ -114,7 +120,7 @@ class FitImaging:
     @cached_property
     def _result(self) -> tuple[Any, Any, Any]:
         if self.backend == "jax":
-            return _jitted()(self.dataset, self.tracer)
+            return _jitted()(self.dataset, self.tracer, memo.enabled())
         return _evaluate(self.tracer, self.dataset, self.backend)
 
     @property

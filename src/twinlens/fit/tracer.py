@@ -11,13 +11,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from twinlens import memo
 from twinlens.backend import array_module, resolve_backend
+from twinlens.backend.concrete import is_concrete
 from twinlens.fields import ValueIdentity
 from twinlens.kernels import lensing
+from twinlens.memo import Recalled
 from twinlens.profiles.base import MassProfile, _numbers, assemble, positions
 from twinlens.profiles.light import LightProfile
 
 __all__ = ["Galaxy", "Tracer"]
+
+
+def _deflect(profile: MassProfile, x: Any, y: Any, backend: str) -> tuple[Any, Any]:
+    return profile._deflections(x, y, backend)
+
+
+def _shine(profile: LightProfile, x: Any, y: Any, backend: str) -> Any:
+    return profile._columns(x, y, backend) if profile.n_linear else profile._image(x, y, backend)
+
+
+def _light_quantity(profile: LightProfile) -> str:
+    return "columns" if profile.n_linear else "image"
 
 
 def _as_tuple(owner: object, name: str, kind: type) -> None:
@@ -76,9 +91,33 @@ class Tracer(ValueIdentity):
         super().__post_init__()
 
     # -- coordinate-array internals (used by the likelihood) -------------------------------
+    #
+    # The sums over profiles are where the memo hooks in (no profile knows about it): an
+    # image-plane field of a profile with fixed inputs is recalled from twinlens.memo, times
+    # its free linear parameter if it has one; everything else is evaluated directly.
 
-    def _deflections(self, x: Any, y: Any, backend: str) -> tuple[Any, Any]:
-        parts = [p._deflections(x, y, backend) for g in self.lenses for p in g.mass]
+    def _has_free_values(self) -> bool:
+        """Whether some parameter is a tracer or a batch column: the concrete ones are then
+        the fixed ones, and the memo may store their fields at once. With every value
+        concrete it cannot tell, and stores a field only when it is asked for twice."""
+        return not all(is_concrete(v) for v in _numbers(self))
+
+    def _mass_split(
+        self, x: Any, y: Any, backend: str, grid: Any = None
+    ) -> tuple[list[Recalled], list]:
+        """``(recalled, direct)``: stored deflection fields, and the profiles to evaluate.
+        ``grid`` is the value-identity grid ``x, y`` come from, if any (see the memo)."""
+        recalled, direct = [], []
+        for g in self.lenses:
+            for p in g.mass:
+                r = memo.recall(p, "deflections", x, y, backend, _deflect, p.linear_parameter, grid)
+                (direct if r is None else recalled).append(p if r is None else r)
+        return recalled, direct
+
+    def _deflections(self, x: Any, y: Any, backend: str, grid: Any = None) -> tuple[Any, Any]:
+        recalled, direct = self._mass_split(x, y, backend, grid)
+        parts = [r.value(backend) for r in recalled]
+        parts += [p._deflections(x, y, backend) for p in direct]
         if not parts:
             return 0.0, 0.0
         ax, ay = parts[0]
@@ -86,29 +125,56 @@ class Tracer(ValueIdentity):
             ax, ay = ax + dx, ay + dy
         return ax, ay
 
-    def _light_terms(self, x: Any, y: Any, backend: str) -> tuple[Any, list]:
+    def _light_terms(self, x: Any, y: Any, backend: str, grid: Any = None) -> tuple[Any, list]:
         """``(fixed, columns)``: the summed image of parametric light profiles (``0.0`` when
         there is none) and the unit-intensity images of linear ones, in profile order.
 
         On numba the whole tracer runs as one compiled loop when every profile allows it
         (:mod:`twinlens.fit.fused`)."""
+        recalled_mass, direct_mass = self._mass_split(x, y, backend, grid)
+        # lens light is seen on the image plane: recalled where the memo applies
+        lens_slots = [
+            memo.recall(p, _light_quantity(p), x, y, backend, _shine, p.linear_parameter, grid) or p
+            for g in self.lenses
+            for p in g.light
+        ]
+        sources = [p for g in self.sources for p in g.light]
+        direct_lens = [s for s in lens_slots if not isinstance(s, Recalled)]
+        stored_images = [s for s in lens_slots if isinstance(s, Recalled) and s.kind == "array"]
+        computed = None
         if backend == "numba" and getattr(x, "ndim", 0) == 1:
             from twinlens.fit.fused import fused_light
 
-            fused = fused_light(self, x, y)
-            if fused is not None:
-                return fused
-        ax, ay = self._deflections(x, y, backend)
-        bx, by = x - ax, y - ay
-        fixed: Any = 0.0
-        columns: list = []
-        for galaxies, px, py in ((self.lenses, x, y), (self.sources, bx, by)):
-            for galaxy in galaxies:
-                for profile in galaxy.light:
-                    if profile.n_linear:
-                        columns += profile._columns(px, py, backend)
+            computed = fused_light(
+                direct_mass, direct_lens, sources, x, y, recalled_mass, stored_images
+            )
+        if computed is None:
+            ax, ay = 0.0, 0.0
+            for dx, dy in [r.value(backend) for r in recalled_mass] + [
+                p._deflections(x, y, backend) for p in direct_mass
+            ]:
+                ax, ay = ax + dx, ay + dy
+            fixed: Any = 0.0
+            for r in stored_images:
+                fixed = fixed + r.value(backend)
+            columns: list = []
+            for profiles, px, py in ((direct_lens, x, y), (sources, x - ax, y - ay)):
+                for p in profiles:
+                    if p.n_linear:
+                        columns += p._columns(px, py, backend)
                     else:
-                        fixed = fixed + profile._image(px, py, backend)
+                        fixed = fixed + p._image(px, py, backend)
+            computed = fixed, columns
+        fixed, direct_columns = computed
+        # the columns in profile order: recalled ones in their slots
+        it = iter(direct_columns)
+        columns = []
+        for slot in (*lens_slots, *sources):
+            if isinstance(slot, Recalled):
+                if slot.kind == "list":
+                    columns += slot.value(backend)
+            else:
+                columns += [next(it) for _ in range(slot.n_linear)]
         return fixed, columns
 
     @property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -74,7 +74,13 @@ class MassProfile(ValueIdentity):
     is a JAX array or tracer, else the process default). Subclasses implement ``_call(quantity,
     x, y, backend)`` on coordinate arrays, or override ``_convergence``, ``_deflections``,
     ``_hessian`` and ``_potential`` one by one.
+
+    ``linear_parameter`` names a field every lensing quantity is proportional to (a
+    mass-to-light ratio), or is None: fields at the unit value then serve every value of it
+    (:mod:`twinlens.memo`).
     """
+
+    linear_parameter: ClassVar[str | None] = None
 
     @classmethod
     def from_axis_ratio(cls, *args: Any, q: float = 1.0, angle: float = 0.0, **kwargs: Any) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -97,6 +97,7 @@ class Gaussian(_GaussianFamily):
         check_finite(self, "mass_to_light_ratio", self.mass_to_light_ratio)
 
     _family = "gaussian"
+    linear_parameter: ClassVar[str | None] = "mass_to_light_ratio"
 
     @property
     def kappa0(self) -> Any:
@@ -152,6 +153,7 @@ class MGE(_GaussianFamily):
             )
 
     _family = "mge"
+    linear_parameter: ClassVar[str | None] = "mass_to_light_ratio"
 
     @property
     def kappas(self) -> Any:

@@ -55,9 +55,13 @@ class LightProfile(ValueIdentity):
     ``image(xy, backend=None)`` gives the surface brightness at positions ``(..., 2)``. Linear
     variants (``n_linear > 0``) have no intensity field; ``columns`` gives the unit-intensity
     images the likelihood solves for, and ``image`` their sum.
+
+    ``linear_parameter`` names the field the image is proportional to (``intensity``), or is
+    None (linear variants, whose images are already at unit intensity, and expansions).
     """
 
     n_linear: ClassVar[int] = 0
+    linear_parameter: ClassVar[str | None] = None
 
     def image(self, xy: Any, backend: str | None = None) -> Any:
         """Surface brightness (intensity units) at ``xy (..., 2)``, shape ``xy.shape[:-1]``."""
@@ -151,6 +155,8 @@ class Sersic(_SersicFamily):
     sersic_index: float = 4.0
     intensity: float = 1.0
 
+    linear_parameter: ClassVar[str | None] = "intensity"
+
     def __post_init__(self) -> None:
         super().__post_init__()
         self._check_sersic()
@@ -189,6 +195,8 @@ class Exponential(_SersicFamily):
     effective_radius: float = 1.0
     intensity: float = 1.0
     sersic_index: ClassVar[float] = 1.0
+
+    linear_parameter: ClassVar[str | None] = "intensity"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -269,6 +277,8 @@ class CoreSersic(_CoreSersicFamily):
     alpha: float = 3.0
     intensity: float = 1.0
 
+    linear_parameter: ClassVar[str | None] = "intensity"
+
     def __post_init__(self) -> None:
         super().__post_init__()
         self._check_core()
@@ -339,6 +349,8 @@ class GaussianLight(_GaussianLightFamily):
     ell_comps: tuple = (0.0, 0.0)
     sigma: float = 1.0
     intensity: float = 1.0
+
+    linear_parameter: ClassVar[str | None] = "intensity"
 
     def __post_init__(self) -> None:
         super().__post_init__()
