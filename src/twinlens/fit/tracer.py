@@ -103,27 +103,36 @@ class Tracer(ValueIdentity):
         return not all(is_concrete(v) for v in _numbers(self))
 
     def _mass_split(
-        self, x: Any, y: Any, backend: str, grid: Any = None
+        self, x: Any, y: Any, backend: str, grid: Any, eager: bool
     ) -> tuple[list[Recalled], list]:
         """``(recalled, direct)``: stored deflection fields, and the profiles to evaluate.
         ``grid`` is the value-identity grid ``x, y`` come from, if any (see the memo)."""
         recalled, direct = [], []
         for g in self.lenses:
             for p in g.mass:
-                r = memo.recall(p, "deflections", x, y, backend, _deflect, p.linear_parameter, grid)
+                r = memo.recall(
+                    p, "deflections", x, y, backend, _deflect, p.linear_parameter, grid, eager
+                )
                 (direct if r is None else recalled).append(p if r is None else r)
         return recalled, direct
 
-    def _deflections(self, x: Any, y: Any, backend: str, grid: Any = None) -> tuple[Any, Any]:
-        recalled, direct = self._mass_split(x, y, backend, grid)
-        parts = [r.value(backend) for r in recalled]
-        parts += [p._deflections(x, y, backend) for p in direct]
-        if not parts:
-            return 0.0, 0.0
-        ax, ay = parts[0]
-        for dx, dy in parts[1:]:
+    @staticmethod
+    def _sum_deflections(
+        recalled: list[Recalled], direct: list, x: Any, y: Any, backend: str
+    ) -> tuple[Any, Any]:
+        ax: Any = 0.0
+        ay: Any = 0.0
+        for r in recalled:
+            dx, dy = r.value(backend)
+            ax, ay = ax + dx, ay + dy
+        for p in direct:
+            dx, dy = p._deflections(x, y, backend)
             ax, ay = ax + dx, ay + dy
         return ax, ay
+
+    def _deflections(self, x: Any, y: Any, backend: str, grid: Any = None) -> tuple[Any, Any]:
+        split = self._mass_split(x, y, backend, grid, self._has_free_values())
+        return self._sum_deflections(*split, x, y, backend)
 
     def _light_terms(self, x: Any, y: Any, backend: str, grid: Any = None) -> tuple[Any, list]:
         """``(fixed, columns)``: the summed image of parametric light profiles (``0.0`` when
@@ -131,10 +140,14 @@ class Tracer(ValueIdentity):
 
         On numba the whole tracer runs as one compiled loop when every profile allows it
         (:mod:`twinlens.fit.fused`)."""
-        recalled_mass, direct_mass = self._mass_split(x, y, backend, grid)
+        eager = self._has_free_values()
+        recalled_mass, direct_mass = self._mass_split(x, y, backend, grid, eager)
         # lens light is seen on the image plane: recalled where the memo applies
         lens_slots = [
-            memo.recall(p, _light_quantity(p), x, y, backend, _shine, p.linear_parameter, grid) or p
+            memo.recall(
+                p, _light_quantity(p), x, y, backend, _shine, p.linear_parameter, grid, eager
+            )
+            or p
             for g in self.lenses
             for p in g.light
         ]
@@ -149,11 +162,7 @@ class Tracer(ValueIdentity):
                 direct_mass, direct_lens, sources, x, y, recalled_mass, stored_images
             )
         if computed is None:
-            ax, ay = 0.0, 0.0
-            for dx, dy in [r.value(backend) for r in recalled_mass] + [
-                p._deflections(x, y, backend) for p in direct_mass
-            ]:
-                ax, ay = ax + dx, ay + dy
+            ax, ay = self._sum_deflections(recalled_mass, direct_mass, x, y, backend)
             fixed: Any = 0.0
             for r in stored_images:
                 fixed = fixed + r.value(backend)
