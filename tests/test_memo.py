@@ -169,16 +169,24 @@ def test_least_recently_used_field_is_evicted_under_the_cap(monkeypatch):
 
 def test_a_field_bigger_than_the_cap_is_returned_but_not_stored(monkeypatch):
     x, y = _coordinates(4096)
+    small_x, small_y = x[:512].copy(), y[:512].copy()  # a field of 8 KiB
     p = Gaussian((0.05, 0.0), (0.0, 0.2), 0.4, 1.0, 1.3)
-    monkeypatch.setenv(MAX_MB, str(0.5 * 2 * 4096 * 8 / 2**20))  # half of one field
+    monkeypatch.setenv(MAX_MB, str(0.5 * 2 * 4096 * 8 / 2**20))  # half of the 64 KiB field
     evaluate = Counting()
+    kept = memo.recall(p, "deflections", small_x, small_y, "numba", evaluate, "mass_to_light_ratio")
+    assert kept is not None and memo.stats()["entries"] == 1
+    small_bytes = memo.stats()["bytes"]
     expected = _deflect(p, x, y, "numba")
     for n in (1, 2):
         got = memo.recall(p, "deflections", x, y, "numba", evaluate, p.linear_parameter)
         assert _rel(got.value("numba"), expected) < 1e-12  # the unit field times 1.3
         stats = memo.stats()
-        assert (stats["entries"], stats["bytes"], stats["misses"]) == (0, 0, n)
-    assert evaluate.calls == 2
+        # not stored, and the fields that fit were not flushed to make room for it
+        assert (stats["entries"], stats["bytes"], stats["evictions"]) == (1, small_bytes, 0)
+        assert stats["misses"] == 1 + n
+    assert evaluate.calls == 3
+    memo.recall(p, "deflections", small_x, small_y, "numba", evaluate, "mass_to_light_ratio")
+    assert memo.stats()["hits"] == 1 and evaluate.calls == 3
 
 
 @pytest.mark.parametrize("bad", ["-1", "abc", "nan", "inf"])
@@ -251,7 +259,18 @@ def test_keys_are_exact_in_values_dtypes_and_coordinates():
     assert memo.stats()["misses"] == before + 3
     np.testing.assert_array_equal(got.value("numba"), _deflect(one, xs, y, "numba"))
 
-    # read-only arrays (fingerprinted once): an equal read-only copy hits
+    # a read-only array made writeable, edited and frozen again: still never stale
+    thawed = x.copy()
+    thawed.setflags(write=False)
+    memo.recall(one, "deflections", thawed, y, "numba", evaluate)
+    thawed.setflags(write=True)
+    thawed[5] += 0.5
+    thawed.setflags(write=False)
+    got = memo.recall(one, "deflections", thawed, y, "numba", evaluate)
+    np.testing.assert_array_equal(got.value("numba"), _deflect(one, thawed, y, "numba"))
+    before = memo.stats()["misses"]
+
+    # read-only arrays: an equal read-only copy hits
     frozen_x, frozen_y = x.copy(), y.copy()
     frozen_x.setflags(write=False)
     frozen_y.setflags(write=False)
@@ -538,3 +557,25 @@ def test_numba_likelihood_reads_the_stored_fields_across_batches():
     assert memo.stats()["misses"] == stats["misses"]
     assert memo.stats()["hits"] > after["hits"]
     assert got_one == pytest.approx(plain_one, rel=1e-12, abs=0)
+
+
+def test_a_concrete_tracer_stores_only_the_fields_asked_for_twice():
+    # every value concrete: the tracer cannot tell fixed from free, so a field is stored at its
+    # second request, and one whose parameter changes at every evaluation is never stored
+    from twinlens.fit.likelihood import FitImaging
+
+    like, _ = _likelihoods()
+    vectors = _vectors(like, 3, seed=9)
+    with memo.disabled():
+        plain = [
+            FitImaging(like.dataset, like.instance(v), "numba").log_likelihood for v in vectors
+        ]
+    counts = []
+    for v, expected in zip(vectors, plain, strict=True):
+        got = FitImaging(like.dataset, like.instance(v), "numba").log_likelihood
+        assert got == pytest.approx(expected, rel=1e-12, abs=0)
+        stats = memo.stats()
+        counts.append((stats["deferred"], stats["misses"], stats["hits"], stats["entries"]))
+    # SIE, MGE mass and lens light deferred; then the MGE (new ratio, same unit field) and the
+    # lens light stored while the new SIE is deferred; then both read back
+    assert counts == [(3, 0, 0, 0), (4, 2, 0, 2), (5, 2, 2, 2)]

@@ -16,10 +16,9 @@ evaluation of the likelihood. The memo computes each one once and hands back the
 * the grid fingerprint is a hash of the grid's content, computed once per grid object: a
   value-identity grid (a :class:`~twinlens.grids.SubPixelLayout`: its sub-pixel coordinates'
   bytes, dtype and shape, and its oversampling levels) when the caller names one, else the
-  coordinate arrays' bytes, type, dtype and shape. Immutable arrays (read-only numpy arrays
-  whose every base is read-only, the convention of :mod:`twinlens.fields`, and concrete JAX
-  arrays) are hashed once; a writeable array is hashed at every call, so editing it in place
-  can never return a stale field.
+  coordinate arrays' bytes, type, dtype and shape. JAX arrays never change and are hashed
+  once; numpy arrays are hashed at every call (even a read-only one can be made writeable
+  again), so editing coordinates in place can never return a stale field.
 
 Floats are keyed by bit pattern and dtype, so ``1.0`` and the next float up, or a float32 and
 a float64 value, are different keys.
@@ -208,23 +207,12 @@ def clear() -> None:
 _FINGERPRINTS: dict[int, tuple[Any, tuple]] = {}
 
 
-def _immutable(a: Any) -> bool:
-    """A concrete JAX array, or a read-only numpy array whose every base is a read-only array."""
-    if is_jax_array(a):
-        return True
-    while isinstance(a, np.ndarray):
-        if a.flags.writeable:
-            return False
-        if a.base is None:
-            return True
-        a = a.base
-    return False
-
-
 def _array_fingerprint(a: Any) -> tuple | None:
     if isinstance(a, Batched) or not is_concrete(a) or not hasattr(a, "shape"):
         return None
-    immutable = _immutable(a)
+    # a JAX array never changes; a numpy array can, even a read-only one (its write flag can
+    # be turned back on), so its bytes are hashed at every call
+    immutable = is_jax_array(a)
     if immutable:
         cached = _recalled_fingerprint(a)
         if cached is not None:
