@@ -131,12 +131,10 @@ def fused_light(
     by_member = n_batch >= 2 * numba_runtime.get_num_threads()
     signature = _signature(mass_calls, fixed, columns, (len(stored_mass), len(stored_light)))
     loop = _compiled(signature, tuple(_kernel_key(c) for c in calls), by_member)
-    out = loop(n_batch, xs, ys, *(r.stored for r in stored), *scalar_arrays, *comp_arrays)
-    shaped = out.reshape(out.shape[0], n_batch, xs.shape[0])
-    if not batched:
-        shaped = shaped[:, 0, :]
+    outs = loop(n_batch, xs, ys, *(r.stored for r in stored), *scalar_arrays, *comp_arrays)
+    shaped = [o.reshape(n_batch, xs.shape[0]) if batched else o for o in outs]
     fixed_out: Any = shaped[0] if fixed or stored_light else 0.0
-    return fixed_out, [shaped[1 + i] for i in range(len(columns))]
+    return fixed_out, shaped[1 : 1 + len(columns)]
 
 
 def _kernel_key(call: PlannedCall) -> tuple:
@@ -170,7 +168,10 @@ def _compiled(signature: tuple, kernels: tuple, by_member: bool) -> Any:
 
 def _source(signature: tuple, kernels: tuple, fingerprint: str, by_member: bool) -> str:
     """The generated module: per point, sum the deflections, trace, add the light; the
-    parallel loop runs over batch members (``by_member``) or over the points of each."""
+    parallel loop runs over batch members (``by_member``) or over the points of each.
+
+    Each output is its own 1-D array: with two rows of one 2-D array written per point, LLVM
+    did not vectorise the loop (W6: 12.9 ms against 1.8 ms per call)."""
     imports, scalars, comps = [], [], []
     body = ["x = xs[i]", "y = ys[i]", "ax = 0.0", "ay = 0.0", "light = 0.0"]
     n_mass, n_light = signature[-1][1]
@@ -216,9 +217,9 @@ def _source(signature: tuple, kernels: tuple, fingerprint: str, by_member: bool)
             body.append(f"light += {value}")
         else:
             n_columns += 1
-            body.append(f"out[{n_columns}, t] = {value}")
+            body.append(f"o{n_columns}[t] = {value}")
     if n_light or any(role == "fixed" for role, _, _ in signature):
-        body.append("out[0, t] = light")
+        body.append("o0[t] = light")
     body = [part for line in body for part in line.split("\n")]
     scalars += factors
     # per-member scalars are read once per member, outside the parallel loop over points,
@@ -229,7 +230,8 @@ def _source(signature: tuple, kernels: tuple, fingerprint: str, by_member: bool)
         imports="\n".join(imports),
         cache=numba_runtime.cache_enabled(),
         args=", ".join(["n_batch", "xs", "ys", *stored, *scalars, *comps]),
-        n_out=1 + n_columns,
+        outputs="\n".join(f"    o{k} = np.zeros(n_batch * n)" for k in range(1 + n_columns)),
+        returned=", ".join(f"o{k}" for k in range(1 + n_columns)) + ",",
         members="prange" if by_member else "range",
         points="range" if by_member else "prange",
         loads=loads,
@@ -249,11 +251,11 @@ from numba import njit, prange
 @njit(parallel=True, cache={cache}, error_model="numpy")
 def loop({args}):
     n = xs.shape[0]
-    out = np.zeros(({n_out}, n_batch * n))
+{outputs}
     for b in {members}(n_batch):
 {loads}
         for i in {points}(n):
             t = b * n + i
 {body}
-    return out
+    return ({returned})
 """
