@@ -363,7 +363,8 @@ def recall(
     ``linear`` names the field of ``obj`` the result is linear in (level 2); without it only a
     fully concrete ``obj`` is served (level 1). ``evaluate`` must return an array, a tuple or a
     list of arrays of the coordinates' shape. ``grid``, when given, is the value-identity
-    object that ``x`` and ``y`` come from (its fingerprint is computed once).
+    object whose concrete ``xs`` and ``ys`` the coordinates are (perhaps as JAX arrays, even
+    traced ones): its fingerprint is computed once, and fields are computed from its arrays.
 
     ``eager=False`` stores a field only when it is requested a second time (the first request
     is ``deferred``: None). Callers pass it when they cannot tell fixed values from free ones
@@ -388,6 +389,8 @@ def recall(
         event.wait()  # another thread is computing this field
         entry = _STORE.hit_after_wait(key)
     if entry is None:
+        if grid is not None:  # its own concrete coordinates (x, y may be traced copies)
+            x, y = grid.xs, grid.ys  # type: ignore[attr-defined]
         entry = _compute(obj, linear if level == 2 else None, x, y, evaluate)
         if owner:
             _STORE.finish(key, entry)

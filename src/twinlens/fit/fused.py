@@ -131,10 +131,13 @@ def fused_light(
     by_member = n_batch >= 2 * numba_runtime.get_num_threads()
     signature = _signature(mass_calls, fixed, columns, (len(stored_mass), len(stored_light)))
     loop = _compiled(signature, tuple(_kernel_key(c) for c in calls), by_member)
-    outs = loop(n_batch, xs, ys, *(r.stored for r in stored), *scalar_arrays, *comp_arrays)
+    n_out = len(columns) + (1 if fixed or stored_light else 0)
+    outs = [np.empty(n_batch * xs.shape[0]) for _ in range(n_out)]
+    loop(*outs, n_batch, xs, ys, *(r.stored for r in stored), *scalar_arrays, *comp_arrays)
     shaped = [o.reshape(n_batch, xs.shape[0]) if batched else o for o in outs]
-    fixed_out: Any = shaped[0] if fixed or stored_light else 0.0
-    return fixed_out, shaped[1 : 1 + len(columns)]
+    if fixed or stored_light:
+        return shaped[0], shaped[1:]
+    return 0.0, shaped
 
 
 def _kernel_key(call: PlannedCall) -> tuple:
@@ -155,7 +158,9 @@ def _compiled(signature: tuple, kernels: tuple, by_member: bool) -> Any:
     stem = "fused_" + "_".join(name.replace(".", "_") for _, name, _ in signature[:-1])[:80]
     loop = numba_runtime.import_generated(stem, source).loop
     n_mass, n_light = signature[-1][1]
-    dummy: list[Any] = [1, np.zeros(1), np.zeros(1)]
+    n_out = sum(role == "column" for role, _, _ in signature[:-1])
+    n_out += int(n_light > 0 or any(role == "fixed" for role, _, _ in signature[:-1]))
+    dummy: list[Any] = [np.zeros(1) for _ in range(n_out)] + [1, np.zeros(1), np.zeros(1)]
     stored = [np.zeros((2, 1))] * n_mass + [np.zeros(1)] * n_light
     for a in stored:
         a.setflags(write=False)  # the memo's arrays are read-only: a distinct numba type
@@ -170,8 +175,9 @@ def _source(signature: tuple, kernels: tuple, fingerprint: str, by_member: bool)
     """The generated module: per point, sum the deflections, trace, add the light; the
     parallel loop runs over batch members (``by_member``) or over the points of each.
 
-    Each output is its own 1-D array: with two rows of one 2-D array written per point, LLVM
-    did not vectorise the loop (W6: 12.9 ms against 1.8 ms per call)."""
+    Each output is its own 1-D array, passed in (every element is written): with two rows of
+    one 2-D array written per point, LLVM did not vectorise the loop (W6: 12.9 ms against
+    1.8 ms per call), and arrays allocated inside the loop made W5 batches 25% slower."""
     imports, scalars, comps = [], [], []
     body = ["x = xs[i]", "y = ys[i]", "ax = 0.0", "ay = 0.0", "light = 0.0"]
     n_mass, n_light = signature[-1][1]
@@ -218,8 +224,10 @@ def _source(signature: tuple, kernels: tuple, fingerprint: str, by_member: bool)
         else:
             n_columns += 1
             body.append(f"o{n_columns}[t] = {value}")
-    if n_light or any(role == "fixed" for role, _, _ in signature):
+    has_fixed = n_light > 0 or any(role == "fixed" for role, _, _ in signature)
+    if has_fixed:
         body.append("o0[t] = light")
+    outputs = (["o0"] if has_fixed else []) + [f"o{k}" for k in range(1, 1 + n_columns)]
     body = [part for line in body for part in line.split("\n")]
     scalars += factors
     # per-member scalars are read once per member, outside the parallel loop over points,
@@ -229,9 +237,7 @@ def _source(signature: tuple, kernels: tuple, fingerprint: str, by_member: bool)
         fingerprint=fingerprint,
         imports="\n".join(imports),
         cache=numba_runtime.cache_enabled(),
-        args=", ".join(["n_batch", "xs", "ys", *stored, *scalars, *comps]),
-        outputs="\n".join(f"    o{k} = np.zeros(n_batch * n)" for k in range(1 + n_columns)),
-        returned=", ".join(f"o{k}" for k in range(1 + n_columns)) + ",",
+        args=", ".join([*outputs, "n_batch", "xs", "ys", *stored, *scalars, *comps]),
         members="prange" if by_member else "range",
         points="range" if by_member else "prange",
         loads=loads,
@@ -251,11 +257,9 @@ from numba import njit, prange
 @njit(parallel=True, cache={cache}, error_model="numpy")
 def loop({args}):
     n = xs.shape[0]
-{outputs}
     for b in {members}(n_batch):
 {loads}
         for i in {points}(n):
             t = b * n + i
 {body}
-    return ({returned})
 """

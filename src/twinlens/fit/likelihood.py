@@ -36,9 +36,9 @@ def blurred_terms(tracer: Tracer, dataset: Imaging, backend: str) -> Any:
     parametric light, then each linear profile's unit-intensity image."""
     xp = array_module(backend)
     layout = dataset.layout
-    # numpy coordinates on every backend: under jit, jnp.asarray would make them a tracer and
-    # hide the grid from the memo, whose fields then could not be folded (twinlens.memo)
-    x, y = layout.xs, layout.ys
+    x, y = (layout.xs, layout.ys) if xp is np else (xp.asarray(layout.xs), xp.asarray(layout.ys))
+    # under jit the JAX copies are tracers; the layout itself tells the memo which grid this
+    # is, so fixed fields are still recalled and folded (twinlens.memo)
     fixed, columns = tracer._light_terms(x, y, backend, grid=layout)
     # without parametric light the fixed image is zero: skip its binning and convolution
     has_fixed = not (isinstance(fixed, float) and fixed == 0.0)

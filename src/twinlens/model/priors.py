@@ -1,0 +1,189 @@
+"""Priors on free parameters: densities and the unit-cube transform of nested sampling.
+
+Every prior maps ``u`` in (0, 1) to a parameter value by its inverse cumulative distribution
+(:meth:`Prior.from_unit`), on numpy or JAX, and gives its log density (:meth:`Prior.log_density`,
+``-inf`` outside its support). The priors are value-identity objects, so a model holding them
+hashes by value like everything else.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from twinlens.fields import ValueIdentity
+
+__all__ = ["GaussianPrior", "LogUniformPrior", "Prior", "TruncatedGaussianPrior", "UniformPrior"]
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _special(xp: Any) -> Any:
+    if xp is np:
+        return special
+    import jax.scipy.special as jsp  # only reached with xp = jax.numpy, so jax is loaded
+
+    return jsp
+
+
+def _finite(owner: str, **values: float) -> None:
+    for name, v in values.items():
+        if not (isinstance(v, (int, float)) and math.isfinite(v)):
+            raise ValueError(f"{owner}.{name} must be a finite number, got {v!r}")
+
+
+class Prior(ValueIdentity):
+    """Base class: ``from_unit(u, xp)`` (inverse CDF), ``log_density(x)`` and ``support``."""
+
+    def from_unit(self, u: Any, xp: Any = np) -> Any:
+        raise NotImplementedError
+
+    def log_density(self, x: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def support(self) -> tuple[float, float]:
+        raise NotImplementedError
+
+    @property
+    def median(self) -> float:
+        return float(self.from_unit(np.array(0.5)))
+
+    def contains(self, value: float) -> bool:
+        lo, hi = self.support
+        return lo <= value <= hi
+
+
+@dataclass(frozen=True, eq=False)
+class UniformPrior(Prior):
+    """Uniform on ``[lower, upper]``."""
+
+    lower: float = 0.0
+    upper: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _finite("UniformPrior", lower=self.lower, upper=self.upper)
+        if not self.lower < self.upper:
+            raise ValueError(f"UniformPrior needs lower < upper, got [{self.lower}, {self.upper}]")
+
+    def from_unit(self, u: Any, xp: Any = np) -> Any:
+        return self.lower + (self.upper - self.lower) * u
+
+    def log_density(self, x: Any) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        inside = (x >= self.lower) & (x <= self.upper)
+        return np.where(inside, -math.log(self.upper - self.lower), -np.inf)
+
+    @property
+    def support(self) -> tuple[float, float]:
+        return (self.lower, self.upper)
+
+
+@dataclass(frozen=True, eq=False)
+class LogUniformPrior(Prior):
+    """Uniform in ``log x`` on ``[lower, upper]``, ``0 < lower < upper``."""
+
+    lower: float = 1e-3
+    upper: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _finite("LogUniformPrior", lower=self.lower, upper=self.upper)
+        if not 0.0 < self.lower < self.upper:
+            raise ValueError(
+                f"LogUniformPrior needs 0 < lower < upper, got [{self.lower}, {self.upper}]"
+            )
+
+    def from_unit(self, u: Any, xp: Any = np) -> Any:
+        return self.lower * xp.exp(u * math.log(self.upper / self.lower))
+
+    def log_density(self, x: Any) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        inside = (x >= self.lower) & (x <= self.upper)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = -np.log(x) - math.log(math.log(self.upper / self.lower))
+        return np.where(inside, value, -np.inf)
+
+    @property
+    def support(self) -> tuple[float, float]:
+        return (self.lower, self.upper)
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianPrior(Prior):
+    """Normal with ``mean`` and standard deviation ``sigma > 0``."""
+
+    mean: float = 0.0
+    sigma: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _finite("GaussianPrior", mean=self.mean, sigma=self.sigma)
+        if not self.sigma > 0:
+            raise ValueError(f"GaussianPrior.sigma must be > 0, got {self.sigma}")
+
+    def from_unit(self, u: Any, xp: Any = np) -> Any:
+        return self.mean + self.sigma * _special(xp).ndtri(u)
+
+    def log_density(self, x: Any) -> np.ndarray:
+        z = (np.asarray(x, dtype=float) - self.mean) / self.sigma
+        return -0.5 * z * z - math.log(self.sigma) - _LOG_SQRT_2PI
+
+    @property
+    def support(self) -> tuple[float, float]:
+        return (-math.inf, math.inf)
+
+
+@dataclass(frozen=True, eq=False)
+class TruncatedGaussianPrior(Prior):
+    """Normal with ``mean`` and ``sigma``, restricted to ``[lower, upper]`` (either may be
+    infinite)."""
+
+    mean: float = 0.0
+    sigma: float = 1.0
+    lower: float = -math.inf
+    upper: float = math.inf
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _finite("TruncatedGaussianPrior", mean=self.mean, sigma=self.sigma)
+        if not self.sigma > 0:
+            raise ValueError(f"TruncatedGaussianPrior.sigma must be > 0, got {self.sigma}")
+        if not self.lower < self.upper:
+            raise ValueError(
+                f"TruncatedGaussianPrior needs lower < upper, got [{self.lower}, {self.upper}]"
+            )
+        if special.ndtr(self._z(self.upper)) - special.ndtr(self._z(self.lower)) <= 0.0:
+            raise ValueError(
+                f"TruncatedGaussianPrior: [{self.lower}, {self.upper}] holds no probability of a "
+                f"normal with mean {self.mean} and sigma {self.sigma} at double precision"
+            )
+
+    def _z(self, x: float) -> float:
+        return (x - self.mean) / self.sigma
+
+    def from_unit(self, u: Any, xp: Any = np) -> Any:
+        sp = _special(xp)
+        a, b = self._z(self.lower), self._z(self.upper)
+        if a > 0:  # the upper tail: work with the mirrored bounds, where ndtr keeps its digits
+            lo, hi = special.ndtr(-b), special.ndtr(-a)
+            return self.mean - self.sigma * sp.ndtri(hi - u * (hi - lo))
+        lo, hi = special.ndtr(a), special.ndtr(b)
+        return self.mean + self.sigma * sp.ndtri(lo + u * (hi - lo))
+
+    def log_density(self, x: Any) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        z = (x - self.mean) / self.sigma
+        a, b = self._z(self.lower), self._z(self.upper)
+        mass = special.ndtr(-a) - special.ndtr(-b) if a > 0 else special.ndtr(b) - special.ndtr(a)
+        value = -0.5 * z * z - math.log(self.sigma) - _LOG_SQRT_2PI - math.log(mass)
+        return np.where((x >= self.lower) & (x <= self.upper), value, -np.inf)
+
+    @property
+    def support(self) -> tuple[float, float]:
+        return (self.lower, self.upper)
