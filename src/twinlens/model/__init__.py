@@ -1,5 +1,24 @@
-"""Free and fixed parameters: naming a model's numbers and building instances from vectors."""
+"""Models to fit: free and fixed parameters, priors, and vectors to instances."""
 
+from twinlens.model.model import Model, latex_label
 from twinlens.model.paths import get_path, parameter_paths, set_paths
+from twinlens.model.priors import (
+    GaussianPrior,
+    LogUniformPrior,
+    Prior,
+    TruncatedGaussianPrior,
+    UniformPrior,
+)
 
-__all__ = ["get_path", "parameter_paths", "set_paths"]
+__all__ = [
+    "GaussianPrior",
+    "LogUniformPrior",
+    "Model",
+    "Prior",
+    "TruncatedGaussianPrior",
+    "UniformPrior",
+    "get_path",
+    "latex_label",
+    "parameter_paths",
+    "set_paths",
+]

@@ -1,0 +1,147 @@
+"""A model to fit: a tracer holding every value, and priors on the free ones.
+
+:class:`Model` pairs a :class:`~twinlens.fit.tracer.Tracer` (fixed values, and a starting value
+for each free one) with a prior per free parameter, named by its path. It maps a parameter
+vector to a tracer whose fixed values stay concrete Python floats (so fixed fields are
+memoised, and folded into JAX programs), and maps the unit cube to parameter vectors for nested
+sampling. It is a value-identity object: an identical model rebuilt reuses every compiled
+program.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from twinlens.fields import ValueIdentity, static_field
+from twinlens.fit.tracer import Tracer
+from twinlens.model.paths import get_path, set_paths
+from twinlens.model.priors import Prior
+
+__all__ = ["Model", "latex_label"]
+
+# LaTeX for the last part of a path (the parameter's own name), with the component index
+_LABELS = {
+    "einstein_radius": r"\theta_{\rm E}",
+    "centre[0]": "x",
+    "centre[1]": "y",
+    "origin[0]": "x_0",
+    "origin[1]": "y_0",
+    "ell_comps[0]": "e_1",
+    "ell_comps[1]": "e_2",
+    "gamma_1": r"\gamma_1",
+    "gamma_2": r"\gamma_2",
+    "slope": r"\gamma",
+    "mass_to_light_ratio": r"\Upsilon",
+    "effective_radius": r"R_{\rm eff}",
+    "sersic_index": "n",
+    "intensity": "I",
+    "sigma": r"\sigma",
+    "kappa_s": r"\kappa_s",
+    "scale_radius": r"r_s",
+    "core_radius": r"r_c",
+}
+
+
+def latex_label(path: str) -> str:
+    """A LaTeX label for a parameter path, e.g. ``\\theta_{\\rm E}^{\\rm lens\\,0\\,m0}``."""
+    head, _, last = path.rpartition(".")
+    name = _LABELS.get(last, last.replace("_", r"\_"))
+    where = head.replace("lenses", "L").replace("sources", "S").replace(".mass", "m")
+    where = where.replace(".light", "l").replace("[", "").replace("]", "")
+    return f"{name}^{{\\rm {where}}}" if where else name
+
+
+@dataclass(frozen=True, eq=False)
+class Model(ValueIdentity):
+    """A tracer with priors on its free parameters.
+
+    Parameters
+    ----------
+    tracer : Tracer
+        Holds every value: the fixed ones, and a starting value inside its prior for each free
+        one.
+    priors : tuple of (path, Prior) pairs, or a dict
+        The free parameters in vector order, e.g.
+        ``{"lenses[0].mass[0].einstein_radius": UniformPrior(0.5, 2.0)}``.
+    """
+
+    tracer: Tracer = static_field()
+    priors: Any = static_field(default=())
+
+    def __post_init__(self) -> None:
+        if isinstance(self.priors, dict):
+            object.__setattr__(self, "priors", tuple(self.priors.items()))
+        object.__setattr__(self, "priors", tuple(tuple(p) for p in self.priors))
+        super().__post_init__()
+        if not isinstance(self.tracer, Tracer):
+            raise TypeError(f"Model.tracer must be a Tracer, got {type(self.tracer).__name__}")
+        if not self.priors:
+            raise ValueError("Model.priors is empty: give at least one free parameter a prior")
+        seen = set()
+        for item in self.priors:
+            if len(item) != 2 or not isinstance(item[0], str) or not isinstance(item[1], Prior):
+                raise TypeError(f"Model.priors entries must be (path, Prior) pairs, got {item!r}")
+            path, prior = item
+            if path in seen:
+                raise ValueError(f"Model.priors names {path!r} twice")
+            seen.add(path)
+            value = get_path(self.tracer, path)  # a clear KeyError for a bad path
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise ValueError(f"{path!r} is not a scalar parameter (it holds {value!r})")
+            if not prior.contains(float(value)):
+                raise ValueError(
+                    f"the starting value of {path!r} ({value}) lies outside its prior {prior!r}"
+                )
+
+    # -- names ---------------------------------------------------------------------------
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The free parameters, in vector order."""
+        return tuple(path for path, _ in self.priors)
+
+    @property
+    def n_params(self) -> int:
+        return len(self.priors)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """LaTeX labels of the free parameters (for plots)."""
+        return tuple(latex_label(p) for p in self.paths)
+
+    @property
+    def start(self) -> np.ndarray:
+        """The tracer's own values of the free parameters."""
+        return np.array([float(get_path(self.tracer, p)) for p in self.paths])
+
+    # -- vectors -------------------------------------------------------------------------
+
+    def from_unit(self, u: Any, xp: Any = np) -> Any:
+        """Parameter vectors ``(..., n_params)`` from points of the unit cube (each prior's
+        inverse cumulative distribution); ``xp`` is numpy or jax.numpy."""
+        u = xp.asarray(u)
+        if u.shape[-1] != self.n_params:
+            raise ValueError(f"unit-cube points need {self.n_params} coordinates, got {u.shape}")
+        columns = [prior.from_unit(u[..., i], xp) for i, (_, prior) in enumerate(self.priors)]
+        return xp.stack(columns, axis=-1)
+
+    def log_prior(self, vectors: Any) -> np.ndarray:
+        """Log prior density of vectors ``(..., n_params)`` (``-inf`` outside a support)."""
+        v = np.asarray(vectors, dtype=float)
+        if v.shape[-1] != self.n_params:
+            raise ValueError(f"vectors need {self.n_params} entries, got shape {v.shape}")
+        total = np.zeros(v.shape[:-1])
+        for i, (_, prior) in enumerate(self.priors):
+            total = total + prior.log_density(v[..., i])
+        return total
+
+    def instance(self, vector: Any) -> Tracer:
+        """The tracer at ``vector`` (fixed values stay as they are; raises a clear error for
+        a value outside a profile's valid range)."""
+        v = np.asarray(vector, dtype=float).reshape(-1)
+        if v.size != self.n_params:
+            raise ValueError(f"vector needs {self.n_params} entries, got {v.size}")
+        return set_paths(self.tracer, dict(zip(self.paths, map(float, v), strict=True)), False)
