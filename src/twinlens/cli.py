@@ -40,6 +40,56 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_fit(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from twinlens.job import run_fit
+    from twinlens.job.config import ConfigError, load_config
+
+    if args.example == (args.config is not None):
+        print("give a configuration file, or --example (not both)", file=sys.stderr)
+        return 2
+    truths = None
+    if args.example:
+        from twinlens.job import example
+
+        folder = Path(args.output or "twinlens_example")
+        search = {"name": "nautilus", "n_live": 100 if args.quick else 300, "seed": args.seed}
+        config_path = example.write_example(
+            folder,
+            seed=args.seed,
+            search=search,
+            backend=args.backend or "numba",
+            overwrite=True,
+        )
+        print(f"simulated the example lens into {folder}; fitting it with {config_path}")
+    else:
+        config_path = Path(args.config)
+    try:
+        config = load_config(config_path)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.backend:
+        config.backend = args.backend
+    if args.example:
+        truths = [example.TRUTH[p] for p in config.model.paths]
+    output = Path(args.output) / "fit_output" if args.example and args.output else None
+    run_fit(config, output=output, progress=not args.quiet, truths=truths)
+    return 0
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from twinlens.job import example
+
+    path = example.write_example(
+        args.directory, seed=args.seed, backend=args.backend or "numba", overwrite=args.overwrite
+    )
+    print(f"wrote data.fits, noise_map.fits, psf.fits and {path.name} to {args.directory}")
+    print(f"fit it with: twinlens fit {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="twinlens", description="Strong lensing on numba and JAX with the same answers."
@@ -58,6 +108,23 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="version, backends, threads and devices")
     i.add_argument("--json", action="store_true", help="machine-readable output")
     i.set_defaults(func=_cmd_info)
+    f = sub.add_parser(
+        "fit", help="fit a model to imaging data (a TOML configuration, or --example)"
+    )
+    f.add_argument("config", nargs="?", help="the TOML configuration file (see docs/fitting.rst)")
+    f.add_argument("--example", action="store_true", help="simulate the built-in lens and fit it")
+    f.add_argument("--quick", action="store_true", help="with --example: fewer live points")
+    f.add_argument("--backend", choices=("numba", "jax"), help="override the file's backend")
+    f.add_argument("--output", help="output folder (default: the file's, or twinlens_example)")
+    f.add_argument("--seed", type=int, default=1, help="with --example: noise and search seed")
+    f.add_argument("--quiet", action="store_true", help="no progress output")
+    f.set_defaults(func=_cmd_fit)
+    s = sub.add_parser("simulate", help="write the built-in example dataset and its fit.toml")
+    s.add_argument("directory", help="folder to write into")
+    s.add_argument("--seed", type=int, default=1, help="noise seed")
+    s.add_argument("--backend", choices=("numba", "jax"), help="backend written to fit.toml")
+    s.add_argument("--overwrite", action="store_true", help="replace existing files")
+    s.set_defaults(func=_cmd_simulate)
     return parser
 
 
