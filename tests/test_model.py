@@ -114,6 +114,8 @@ def test_model_errors_name_the_problem():
         Model(_tracer(), {"lenses[0].mass[0].einstein_radius": UniformPrior(2.0, 3.0)})
     with pytest.raises(ValueError, match="empty"):
         Model(_tracer(), {})
+    with pytest.raises(ValueError, match="not a scalar parameter field"):  # a class constant
+        Model(_tracer(), {"sources[0].light[0].intensity": UniformPrior(0.0, 2.0)})
     model = Model(_tracer(), {"lenses[0].mass[0].einstein_radius": UniformPrior(0.5, 2.0)})
     with pytest.raises(ValueError, match="needs 1"):
         model.instance([1.0, 2.0])

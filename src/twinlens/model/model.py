@@ -17,7 +17,7 @@ import numpy as np
 
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.tracer import Tracer
-from twinlens.model.paths import get_path, set_paths
+from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.model.priors import Prior
 
 __all__ = ["Model", "latex_label"]
@@ -81,6 +81,7 @@ class Model(ValueIdentity):
         if not self.priors:
             raise ValueError("Model.priors is empty: give at least one free parameter a prior")
         seen = set()
+        free_paths = set(parameter_paths(self.tracer))
         for item in self.priors:
             if len(item) != 2 or not isinstance(item[0], str) or not isinstance(item[1], Prior):
                 raise TypeError(f"Model.priors entries must be (path, Prior) pairs, got {item!r}")
@@ -89,8 +90,11 @@ class Model(ValueIdentity):
                 raise ValueError(f"Model.priors names {path!r} twice")
             seen.add(path)
             value = get_path(self.tracer, path)  # a clear KeyError for a bad path
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise ValueError(f"{path!r} is not a scalar parameter (it holds {value!r})")
+            if path not in free_paths:  # an array, or a class constant such as a linear
+                raise ValueError(  # profile's unit intensity
+                    f"{path!r} is not a scalar parameter field of the tracer (it holds "
+                    f"{value!r}); scalar parameters are {sorted(free_paths)}"
+                )
             if not prior.contains(float(value)):
                 raise ValueError(
                     f"the starting value of {path!r} ({value}) lies outside its prior {prior!r}"

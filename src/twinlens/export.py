@@ -1,0 +1,874 @@
+"""Lens models to and from COOLEST, the lensing community's standard JSON format.
+
+:func:`to_coolest` writes a :class:`~twinlens.fit.tracer.Tracer` (point estimates, optionally
+posterior statistics, and the dataset it was fitted to) as a COOLEST template;
+:func:`from_coolest` reads the point estimates of one back into a tracer. Both need the
+``coolest`` package (``pip install "twinlens[fit]"``), imported only when they are called.
+
+Profiles
+--------
+``SIE``
+    COOLEST ``SIE``: ``theta_E = einstein_radius``.
+``SIS``
+    COOLEST ``SIE`` with ``q = 1`` and ``phi = 0``, both marked fixed.
+``PowerLaw``
+    COOLEST ``PEMD``: ``theta_E = einstein_radius``, ``gamma = slope``.
+``ExternalShear``
+    COOLEST ``ExternalShear``, in a ``MassField`` entity of its own:
+    ``gamma_ext = hypot(gamma_1, gamma_2)`` and ``phi_ext = psi + 90`` degrees, ``psi =
+    arctan2(gamma_2, gamma_1) / 2`` (lenstronomy's ``psi_ext``). COOLEST fixes the shear's
+    origin at (0, 0): a shear with another origin is refused.
+``MassSheet``
+    COOLEST ``ConvergenceSheet`` (a ``MassField``): ``kappa_s = kappa``; centre (0, 0) only.
+``Sersic``, ``Exponential`` (and their linear variants)
+    COOLEST ``Sersic``. COOLEST uses the approximation ``b = 1.9992 n - 0.3271`` where we use
+    the exact ``b_n``; the profiles are equal at every point when ``theta_eff = R_e (b /
+    b_n)^n`` and ``I_eff = intensity exp(b_n - b)`` (the mapping :mod:`twinlens.convert` uses
+    for lenstronomy's Sersic, which has the same approximation). COOLEST allows ``0.5 <= n <=
+    10`` and ``I_eff >= 0``. A linear profile (intensity solved by the fit) is written with
+    ``I_eff`` null, and read back as a linear profile; write ``tracer.with_intensities(...)``
+    to record the solved intensities. An ``Exponential`` is a Sersic with ``n = 1`` (fixed).
+``MassSum``
+    Its parts, one COOLEST profile each.
+
+Every other mass profile is refused with a ``ValueError`` that names it. Light profiles that
+COOLEST cannot describe (``GaussianLight``, ``MGELight``, ``GaussianBasis``, ``CoreSersic``
+and their linear variants) are skipped with a warning naming each one, and listed under
+``meta["twinlens"]["skipped_light_profiles"]``; ``unsupported_light="raise"`` refuses them.
+
+Conventions (checked against COOLEST's own profile code, ``coolest.api.profiles``)
+-------------------------------------------------------------------------------------
+Both use ``x`` to the right and ``y`` up, in arcsec (``centre`` is ``(center_x,
+center_y)``). Axis ratios agree: ``q = (1 - |e|) / (1 + |e|)`` for our ``ell_comps = (e1,
+e2)``. Our major-axis angle ``theta = arctan2(e2, e1) / 2`` is counter-clockwise from +x;
+COOLEST's ``phi`` is in degrees counter-clockwise from +y, in ``(-90, 90]``, so
+``phi = theta + 90`` degrees, folded, and ``theta = phi - 90`` degrees. Radii (``theta_E``,
+``theta_eff``) are on the intermediate axis in both: ``kappa_SIE = theta_E / (2 sqrt(q x'^2
++ y'^2 / q))``, ``x'`` along the major axis.
+
+Entities
+--------
+Lens galaxy ``i`` becomes the COOLEST ``Galaxy`` ``"lens i"`` (mass and light); each of its
+shears and sheets a ``MassField``; source galaxy ``j`` the ``Galaxy`` ``"source j"`` (light;
+a source's mass, which a tracer ignores, is not written). Redshifts are written when given.
+``meta["twinlens"]["profiles"]`` maps each COOLEST profile id to our profile's path and class,
+so :func:`from_coolest` rebuilds the same galaxies (a ``MassSum`` comes back as its parts).
+For a file without that record, every entity becomes a galaxy of its own: a lens if it has
+mass; a light-only galaxy is a lens-plane galaxy if its redshift is at most the lenses', and
+otherwise (or with no redshifts) a source.
+
+Observation
+-----------
+With ``dataset`` (an :class:`~twinlens.fit.imaging.Imaging`), the data, noise map, PSF kernel
+and (if any) mask are written as FITS files next to the JSON (``<name>_data.fits``,
+``<name>_noise_map.fits``, ``<name>_psf.fits``, ``<name>_mask.fits``, replacing existing
+ones), rows in our order (row 0 at the bottom, as COOLEST reads them). The observation's field
+of view is the grid's. Without a dataset the observation has no pixels and the instrument's
+``pixel_size`` is a placeholder 1.0 (COOLEST requires a positive one), as the metadata notes;
+COOLEST's reader then needs ``check_external_files=False`` (it otherwise asks for a data FITS
+file). COOLEST (0.1.11) reads a FITS array's shape as ``(num_pix_x, num_pix_y)``, transposed
+from the ``(ny, nx)`` its coordinates and plots use, so its file check refuses non-square
+images that are written correctly.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity, ellipticity_from_axis_ratio
+from twinlens.kernels.light import sersic_b
+from twinlens.model.paths import get_path
+from twinlens.profiles.composite import MassSum
+from twinlens.profiles.isothermal import SIE, SIS
+from twinlens.profiles.light import Exponential, LinearExponential, LinearSersic, Sersic
+from twinlens.profiles.power_law import PowerLaw
+from twinlens.profiles.simple import ExternalShear, MassSheet
+
+__all__ = ["from_coolest", "to_coolest"]
+
+_INSTALL = 'pip install "twinlens[fit]"'
+_MODES = ("MAP", "MOCK")
+_UNSUPPORTED_LIGHT = ("skip", "raise")
+_MASS_SUPPORTED = "SIS, SIE, PowerLaw, ExternalShear, MassSheet (and MassSum of them)"
+_PLACEHOLDER_PIXEL_SIZE = 1.0
+
+
+def _load_coolest() -> SimpleNamespace:
+    try:
+        import coolest
+        from coolest.template import lazy
+        from coolest.template.json import JSONSerializer
+        from coolest.template.standard import COOLEST
+    except ImportError as err:
+        raise ImportError(
+            f"COOLEST export and import need the coolest package: {_INSTALL}"
+        ) from err
+    return SimpleNamespace(
+        lazy=lazy, COOLEST=COOLEST, JSONSerializer=JSONSerializer, version=coolest.__version__
+    )
+
+
+# -- conventions, vectorised over numpy arrays (posterior samples) ----------------------------
+
+
+def _fold(phi_deg: Any) -> Any:
+    """Degrees into COOLEST's ``(-90, 90]``."""
+    out = np.mod(np.asarray(phi_deg, dtype=float) + 90.0, 180.0) - 90.0
+    return np.where(out == -90.0, 90.0, out)
+
+
+def _phi_from_theta(theta_rad: Any) -> Any:
+    """COOLEST's angle (degrees from +y) of a direction ``theta_rad`` (radians from +x)."""
+    return _fold(np.degrees(theta_rad) + 90.0)
+
+
+def _theta_from_phi(phi_deg: float) -> float:
+    return math.radians(phi_deg - 90.0)
+
+
+def _q(e1: Any, e2: Any) -> Any:
+    return axis_ratio_from_ellipticity(e1, e2)[0]
+
+
+def _phi(e1: Any, e2: Any) -> Any:
+    return _phi_from_theta(axis_ratio_from_ellipticity(e1, e2)[1])
+
+
+def _gamma_ext(g1: Any, g2: Any) -> Any:
+    return np.hypot(g1, g2)
+
+
+def _phi_ext(g1: Any, g2: Any) -> Any:
+    return _phi_from_theta(0.5 * np.arctan2(g2, g1))
+
+
+def _b_coolest(n: Any) -> Any:
+    """COOLEST's Sersic ``b_n`` (Capaccioli 1989), as ``coolest.api.profiles.light``."""
+    return 1.9992 * np.asarray(n, dtype=float) - 0.3271
+
+
+def _theta_eff(radius: Any, n: Any) -> Any:
+    return radius * (_b_coolest(n) / sersic_b(n)) ** n
+
+
+def _i_eff(intensity: Any, n: Any) -> Any:
+    return intensity * np.exp(sersic_b(n) - _b_coolest(n))
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _ell_comps(q: float, phi_deg: float) -> tuple[float, float]:
+    e1, e2 = ellipticity_from_axis_ratio(q, _theta_from_phi(phi_deg))
+    return float(e1), float(e2)
+
+
+# -- what each of our profiles becomes -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Param:
+    """One COOLEST parameter: a function of some of our parameters (named by path)."""
+
+    name: str
+    inputs: tuple[str, ...]
+    fn: Callable[..., Any]
+    affine_in: tuple[str, ...] = ()  # inputs it is affine in when the others are fixed
+    angle: bool = False  # degrees, defined modulo 180
+    fixed: bool = False  # a constant of our profile, not a parameter
+
+
+@dataclass(frozen=True)
+class _Export:
+    path: str  # of our profile, e.g. "lenses[0].mass[1]"
+    profile: Any
+    ctype: str  # COOLEST's profile type
+    model: str  # "mass" or "light"
+    field: bool  # a MassField entity of its own
+    params: tuple[_Param, ...]
+
+    @property
+    def galaxy(self) -> str:
+        return self.path.split(".", 1)[0]
+
+
+def _copy(name: str, path: str) -> _Param:
+    return _Param(name, (path,), _same, affine_in=(path,))
+
+
+def _constant(name: str, value: float) -> _Param:
+    return _Param(name, (), lambda: value, fixed=True)
+
+
+def _centre(path: str) -> tuple[_Param, ...]:
+    return _copy("center_x", f"{path}.centre[0]"), _copy("center_y", f"{path}.centre[1]")
+
+
+def _shape(path: str) -> tuple[_Param, ...]:
+    e = (f"{path}.ell_comps[0]", f"{path}.ell_comps[1]")
+    return _Param("q", e, _q), _Param("phi", e, _phi, angle=True)
+
+
+def _at_origin(path: str, profile: Any, field: str, ctype: str) -> None:
+    value = tuple(float(v) for v in getattr(profile, field))
+    if value != (0.0, 0.0):
+        raise ValueError(
+            f"{path} is a {type(profile).__name__} with {field} {value}: COOLEST's {ctype} has "
+            "its origin fixed at (0, 0)"
+        )
+
+
+def _mass_export(path: str, profile: Any) -> _Export:
+    kind = type(profile)
+    theta_e = _copy("theta_E", f"{path}.einstein_radius")
+    if kind is SIE:
+        return _Export(
+            path, profile, "SIE", "mass", False, (theta_e, *_shape(path), *_centre(path))
+        )
+    if kind is SIS:
+        shape = (_constant("q", 1.0), _constant("phi", 0.0))
+        return _Export(path, profile, "SIE", "mass", False, (theta_e, *shape, *_centre(path)))
+    if kind is PowerLaw:
+        params = (_copy("gamma", f"{path}.slope"), theta_e, *_shape(path), *_centre(path))
+        return _Export(path, profile, "PEMD", "mass", False, params)
+    if kind is ExternalShear:
+        _at_origin(path, profile, "origin", "ExternalShear")
+        g = (f"{path}.gamma_1", f"{path}.gamma_2")
+        params = (_Param("gamma_ext", g, _gamma_ext), _Param("phi_ext", g, _phi_ext, angle=True))
+        return _Export(path, profile, "ExternalShear", "mass", True, params)
+    if kind is MassSheet:
+        _at_origin(path, profile, "centre", "ConvergenceSheet")
+        params = (_copy("kappa_s", f"{path}.kappa"),)
+        return _Export(path, profile, "ConvergenceSheet", "mass", True, params)
+    raise ValueError(
+        f"{path} is a {kind.__name__}, which COOLEST cannot describe; the mass profiles "
+        f"exported are {_MASS_SUPPORTED}"
+    )
+
+
+def _exp_theta_eff(radius: Any) -> Any:
+    return _theta_eff(radius, 1.0)
+
+
+def _exp_i_eff(intensity: Any) -> Any:
+    return _i_eff(intensity, 1.0)
+
+
+def _light_export(path: str, profile: Any) -> _Export | None:
+    kind = type(profile)
+    if kind not in (Sersic, LinearSersic, Exponential, LinearExponential):
+        return None
+    r, n, i = (f"{path}.{f}" for f in ("effective_radius", "sersic_index", "intensity"))
+    params: tuple[_Param, ...]
+    if kind in (Exponential, LinearExponential):
+        params = (_Param("theta_eff", (r,), _exp_theta_eff, affine_in=(r,)), _constant("n", 1.0))
+        amplitude = _Param("I_eff", (i,), _exp_i_eff, affine_in=(i,))
+    else:
+        params = (_Param("theta_eff", (r, n), _theta_eff, affine_in=(r,)), _copy("n", n))
+        amplitude = _Param("I_eff", (i, n), _i_eff, affine_in=(i,))
+    if not profile.n_linear:  # a linear profile's I_eff stays null
+        params = (amplitude, *params)
+    return _Export(
+        path, profile, "Sersic", "light", False, (*params, *_shape(path), *_centre(path))
+    )
+
+
+def _flatten(path: str, profile: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(profile, MassSum):
+        for k, part in enumerate(profile.profiles):
+            yield from _flatten(f"{path}.profiles[{k}]", part)
+    else:
+        yield path, profile
+
+
+def _collect(tracer: Tracer, unsupported_light: str) -> tuple[list[_Export], dict[str, str]]:
+    exports: list[_Export] = []
+    skipped: dict[str, str] = {}
+    linear: list[str] = []
+    for role, galaxies in (("lenses", tracer.lenses), ("sources", tracer.sources)):
+        for i, galaxy in enumerate(galaxies):
+            if role == "lenses":
+                for j, mass in enumerate(galaxy.mass):
+                    for path, part in _flatten(f"lenses[{i}].mass[{j}]", mass):
+                        exports.append(_mass_export(path, part))
+            elif galaxy.mass:
+                warnings.warn(
+                    f"sources[{i}] has mass profiles, which a Tracer ignores (one lens plane); "
+                    "they are not written to COOLEST",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            for j, light in enumerate(galaxy.light):
+                path = f"{role}[{i}].light[{j}]"
+                export = _light_export(path, light)
+                if export is None:
+                    name = type(light).__name__
+                    if unsupported_light == "raise":
+                        raise ValueError(
+                            f"{path} is a {name}, which COOLEST cannot describe (its analytic "
+                            "light profiles are Sersic ones); pass unsupported_light='skip' "
+                            "to leave it out"
+                        )
+                    skipped[path] = name
+                    continue
+                if light.n_linear:
+                    linear.append(f"{path} ({type(light).__name__})")
+                exports.append(export)
+    if skipped:
+        listed = ", ".join(f"{p} ({n})" for p, n in skipped.items())
+        warnings.warn(
+            f"COOLEST has no equivalent of these light profiles, left out of the file: {listed}",
+            UserWarning,
+            stacklevel=3,
+        )
+    if linear:
+        warnings.warn(
+            f"linear light profiles have no intensity of their own, so their I_eff is written "
+            f"null: {', '.join(linear)}; export tracer.with_intensities(...) to record the "
+            "intensities a fit solved",
+            UserWarning,
+            stacklevel=3,
+        )
+    return exports, skipped
+
+
+# -- posterior statistics ---------------------------------------------------------------------
+
+
+def _statistics(values: np.ndarray, angle: bool) -> dict[str, float]:
+    v = np.asarray(values, dtype=float)
+    if angle:  # unwrap about the circular mean, so a posterior across the fold stays one piece
+        two = np.radians(2.0 * v)
+        ref = 0.5 * math.degrees(math.atan2(float(np.mean(np.sin(two))), np.mean(np.cos(two))))
+        v = ref + np.mod(v - ref + 90.0, 180.0) - 90.0
+    median = float(np.median(v))
+    p16, p84 = (float(p) for p in np.percentile(v, [16.0, 84.0]))
+    mean = float(np.mean(v))
+    if angle:  # the median in (-90, 90], the others shifted with it
+        shift = 180.0 * round((float(_fold(median)) - median) / 180.0)
+        median, p16, p84, mean = median + shift, p16 + shift, p84 + shift, mean + shift
+    return {"median": median, "percentile_16th": p16, "percentile_84th": p84, "mean": mean}
+
+
+class _Posterior:
+    """Our parameters' posterior (samples or summaries), converted parameter by parameter."""
+
+    def __init__(self, posterior: Mapping[str, Any], tracer: Tracer) -> None:
+        if not isinstance(posterior, Mapping):
+            raise TypeError(
+                "posterior must map parameter paths to (median, p16, p84, mean) tuples or to "
+                f"samples, got {type(posterior).__name__}"
+            )
+        self.samples: dict[str, np.ndarray] = {}
+        self.summaries: dict[str, tuple[float, float, float, float]] = {}
+        self.size: int | None = None
+        for key, value in posterior.items():
+            target = get_path(tracer, key)  # a KeyError naming the tracer's parameters
+            if isinstance(target, bool) or not isinstance(target, (int, float)):
+                raise ValueError(
+                    f"posterior[{key!r}]: the path names a {type(target).__name__}, not a "
+                    "scalar parameter"
+                )
+            if isinstance(value, tuple):
+                self.summaries[key] = self._summary(key, value)
+            else:
+                self.samples[key] = self._samples(key, value)
+        self.used: set[str] = set()
+        self.unconverted: list[str] = []
+
+    @staticmethod
+    def _summary(key: str, value: tuple) -> tuple[float, float, float, float]:
+        if len(value) != 4:
+            raise ValueError(
+                f"posterior[{key!r}]: a summary is a tuple (median, p16, p84, mean), got "
+                f"{len(value)} values"
+            )
+        median, p16, p84, mean = (float(v) for v in value)
+        if not all(map(math.isfinite, (median, p16, p84, mean))) or not p16 <= median <= p84:
+            raise ValueError(
+                f"posterior[{key!r}]: need finite p16 <= median <= p84, got median {median}, "
+                f"p16 {p16}, p84 {p84}"
+            )
+        return median, p16, p84, mean
+
+    def _samples(self, key: str, value: Any) -> np.ndarray:
+        arr = np.asarray(value, dtype=float)
+        if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
+            raise ValueError(
+                f"posterior[{key!r}]: samples must be a non-empty 1-D array of finite numbers, "
+                f"got shape {arr.shape}"
+            )
+        if self.size is None:
+            self.size = arr.size
+        elif arr.size != self.size:
+            raise ValueError(
+                f"posterior[{key!r}] has {arr.size} samples and another entry {self.size}: "
+                "samples must be joint draws, one array length for every parameter"
+            )
+        return arr
+
+    def stats(self, param: _Param, tracer: Tracer, where: str) -> dict[str, float] | None:
+        free = [p for p in param.inputs if p in self.samples or p in self.summaries]
+        if not free:
+            return None
+        self.used.update(free)
+
+        def value(p: str) -> Any:
+            return float(get_path(tracer, p))
+
+        if all(p in self.samples for p in free):
+            args = [self.samples[p] if p in self.samples else value(p) for p in param.inputs]
+            converted = np.broadcast_to(param.fn(*args), (self.size or 1,))
+            return _statistics(converted, param.angle)
+        if len(free) == 1 and free[0] in param.affine_in:
+            (free_path,) = free
+
+            def at(x: float) -> float:
+                return float(param.fn(*[x if p == free_path else value(p) for p in param.inputs]))
+
+            median, p16, p84, mean = (at(v) for v in self.summaries[free_path])
+            lo, hi = sorted((p16, p84))
+            return {"median": median, "percentile_16th": lo, "percentile_84th": hi, "mean": mean}
+        self.unconverted.append(f"{where} {param.name} (from {', '.join(free)})")
+        return None
+
+    def report(self, stacklevel: int) -> None:
+        if self.unconverted:
+            warnings.warn(
+                "no posterior statistics written for "
+                + "; ".join(self.unconverted)
+                + ": summaries (median, p16, p84, mean) convert only to parameters that are an "
+                "affine function of one of ours; give samples for these",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
+        unused = [p for p in (*self.samples, *self.summaries) if p not in self.used]
+        if unused:
+            warnings.warn(
+                f"posterior entries that no COOLEST parameter depends on (not written): {unused}",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+def _json_path(path: Any, must_exist: bool) -> Path:
+    try:
+        out = Path(os.fspath(path)).expanduser().absolute()
+    except TypeError:
+        raise TypeError(f"path must be a str or path-like, got {type(path).__name__}") from None
+    if out.suffix != ".json":
+        raise ValueError(f"a COOLEST file is a .json file; got {str(path)!r}")
+    if must_exist and not out.is_file():
+        raise FileNotFoundError(f"no COOLEST file at {str(out)!r}")
+    if not must_exist and not out.parent.is_dir():
+        raise FileNotFoundError(f"directory {str(out.parent)!r} does not exist (for {out.name})")
+    return out
+
+
+def _observation(lazy: Any, dataset: Any, out: Path) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """``(observation, instrument, likelihoods, metadata)``, writing FITS files by ``out``."""
+    if dataset is None:
+        note = (
+            "no dataset was given: the observation has no pixels, and the instrument's "
+            f"pixel_size ({_PLACEHOLDER_PIXEL_SIZE}) is a placeholder"
+        )
+        instrument = lazy.Instrument(pixel_size=_PLACEHOLDER_PIXEL_SIZE)
+        return lazy.Observation(), instrument, None, {"observation": note}
+    from twinlens.fit import fits_io
+    from twinlens.fit.imaging import Imaging
+
+    if not isinstance(dataset, Imaging):
+        raise TypeError(f"dataset must be an Imaging, got {type(dataset).__name__}")
+    grid = dataset.grid
+    scale = float(grid.pixel_scale)
+    files: dict[str, str] = {}
+
+    def pixels(name: str, array: np.ndarray, centre: tuple[float, float]) -> Any:
+        file = f"{out.stem}_{name}.fits"
+        fits_io.write_image(out.parent / file, array, scale, overwrite=True)
+        files[name] = file
+        ny, nx = array.shape
+        return lazy.PixelatedRegularGrid(
+            file,
+            field_of_view_x=(centre[0] - nx * scale / 2.0, centre[0] + nx * scale / 2.0),
+            field_of_view_y=(centre[1] - ny * scale / 2.0, centre[1] + ny * scale / 2.0),
+            num_pix_x=nx,
+            num_pix_y=ny,
+            check_fits_file=False,
+        )
+
+    origin = (float(grid.origin[0]), float(grid.origin[1]))
+    observation = lazy.Observation(
+        pixels=pixels("data", dataset.data, origin),
+        noise=lazy.NoiseMap(noise_map=pixels("noise_map", dataset.noise_map, origin)),
+    )
+    psf = lazy.PixelatedPSF(
+        pixels=pixels("psf", dataset.psf.kernel, (0.0, 0.0)),
+        description="twinlens PSF kernel at the data's pixel scale, normalised to unit sum",
+    )
+    likelihoods = None
+    if grid.mask is not None:
+        mask = pixels("mask", np.asarray(grid.mask, dtype=float), origin)
+        likelihoods = lazy.DataLikelihoodList(lazy.ImagingDataLikelihood(mask=mask))
+    instrument = lazy.Instrument(pixel_size=scale, psf=psf)
+    meta = {"fits_files": files, "sub_size": _sub_size_note(grid.sub_size)}
+    return observation, instrument, likelihoods, meta
+
+
+def _sub_size_note(sub_size: Any) -> Any:
+    if isinstance(sub_size, np.ndarray):
+        return "adaptive (per pixel)"
+    return int(sub_size)
+
+
+# -- to COOLEST ------------------------------------------------------------------------------
+
+
+def to_coolest(
+    tracer: Tracer,
+    path: str | os.PathLike[str],
+    *,
+    dataset: Any = None,
+    posterior: Mapping[str, Any] | None = None,
+    mode: str = "MAP",
+    lens_redshift: float | None = None,
+    source_redshift: float | None = None,
+    unsupported_light: str = "skip",
+) -> Path:
+    """Write ``tracer`` as the COOLEST template ``path`` (a ``.json`` file); return its path.
+
+    Point estimates are the tracer's values. See the module docstring for the profiles
+    supported, the conventions, and what else the file holds.
+
+    Parameters
+    ----------
+    tracer : Tracer
+        Lens galaxies (SIS, SIE, PowerLaw, ExternalShear and MassSheet mass; Sersic-family
+        light) and sources (Sersic-family light).
+    path : str or path-like
+        The JSON file to write (replaced if it exists); its directory must exist.
+    dataset : Imaging, optional
+        The data the model was fitted to; written as FITS files next to the JSON.
+    posterior : mapping, optional
+        Our parameter paths (as :attr:`twinlens.model.Model.paths`, e.g.
+        ``"lenses[0].mass[0].ell_comps[0]"``) to either samples (a 1-D array; every entry one
+        length: joint, equally weighted draws, e.g. ``dict(zip(model.paths, samples.T))``) or a
+        tuple ``(median, p16, p84, mean)``. Samples are converted to COOLEST's parameters
+        first and summarised after (angles unwrapped about their circular mean, the median
+        folded into (-90, 90] and the percentiles and mean shifted with it, so they may lie
+        just outside it). A summary converts only to a COOLEST parameter that is an affine
+        function of that one parameter of ours with the others fixed (a centre, ``theta_E``,
+        ``gamma``, ``n``, and ``theta_eff`` or ``I_eff`` when ``n`` is fixed); other
+        parameters are left without statistics, with a warning. Paths that no exported
+        parameter uses are reported in a warning.
+    mode : {"MAP", "MOCK"}
+        COOLEST's mode: a fitted model (with posterior statistics) or a mock.
+    lens_redshift, source_redshift : float, optional
+        Written on the lens and source entities (null when not given).
+    unsupported_light : {"skip", "raise"}
+        What to do with light profiles COOLEST cannot describe: leave them out with a warning
+        (and list them in the metadata), or raise ``ValueError``.
+
+    Returns
+    -------
+    pathlib.Path
+        The absolute path of the JSON file.
+
+    Raises
+    ------
+    ImportError
+        Without the coolest package.
+    ValueError
+        For a mass profile COOLEST cannot describe (named, with its path), a shear or sheet
+        not at the origin, a value outside COOLEST's range (e.g. a Sersic index below 0.5), a
+        path not ending in ``.json``, or a bad posterior.
+    FileNotFoundError
+        When the directory of ``path`` does not exist.
+    """
+    c = _load_coolest()
+    lazy = c.lazy
+    if not isinstance(tracer, Tracer):
+        raise TypeError(f"to_coolest needs a Tracer, got {type(tracer).__name__}")
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
+    if unsupported_light not in _UNSUPPORTED_LIGHT:
+        raise ValueError(
+            f"unsupported_light must be one of {_UNSUPPORTED_LIGHT}, got {unsupported_light!r}"
+        )
+    if posterior is not None and mode != "MAP":
+        raise ValueError("posterior statistics belong to mode='MAP' (COOLEST drops them in MOCK)")
+    for name, z in (("lens_redshift", lens_redshift), ("source_redshift", source_redshift)):
+        if z is not None and not (math.isfinite(z) and z >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {z!r}")
+    out = _json_path(path, must_exist=False)
+    exports, skipped = _collect(tracer, unsupported_light)
+    post = None if posterior is None else _Posterior(posterior, tracer)
+
+    entities: list[Any] = []
+    owners: list[tuple[list[_Export], list[_Export]]] = []
+    for role, galaxies, label, z in (
+        ("lenses", tracer.lenses, "lens", lens_redshift),
+        ("sources", tracer.sources, "source", source_redshift),
+    ):
+        for i in range(len(galaxies)):
+            mine = [e for e in exports if e.galaxy == f"{role}[{i}]"]
+            mass = [e for e in mine if e.model == "mass" and not e.field]
+            light = [e for e in mine if e.model == "light"]
+            if mass or light:
+                entities.append(
+                    lazy.Galaxy(
+                        f"{label} {i}",
+                        z,
+                        light_model=lazy.LightModel(*(e.ctype for e in light)),
+                        mass_model=lazy.MassModel(*(e.ctype for e in mass)),
+                    )
+                )
+                owners.append((mass, light))
+            for e in (e for e in mine if e.field):
+                model = lazy.MassModel(e.ctype)
+                entities.append(lazy.MassField(f"{label} {i} {e.ctype}", z, mass_model=model))
+                owners.append(([e], []))
+    entity_list = lazy.LensingEntityList(*entities)  # assigns the profile and parameter ids
+
+    recorded: dict[str, dict[str, str]] = {}
+    for entity, (mass, light) in zip(entity_list, owners, strict=True):
+        light_model = getattr(entity, "light_model", [])
+        for model, exported in ((entity.mass_model, mass), (light_model, light)):
+            for profile, export in zip(model, exported, strict=True):
+                recorded[profile.id] = {"path": export.path, "type": type(export.profile).__name__}
+                _fill(lazy, profile, export, tracer, post)
+    if post is not None:
+        post.report(stacklevel=3)
+
+    observation, instrument, likelihoods, obs_meta = _observation(lazy, dataset, out)
+    from twinlens import __version__
+
+    meta: dict[str, Any] = {
+        "twinlens": {
+            "version": __version__,
+            "profiles": recorded,
+            "skipped_light_profiles": skipped,
+            **obs_meta,
+        }
+    }
+    document = c.COOLEST(
+        mode,
+        lazy.CoordinatesOrigin(),
+        entity_list,
+        observation,
+        instrument,
+        likelihoods=likelihoods,
+        metadata=meta,
+    )
+    serializer = c.JSONSerializer(
+        str(out.with_suffix("")), obj=document, check_external_files=False
+    )
+    serializer.dump_simple()
+    return out
+
+
+def _fill(lazy: Any, profile: Any, export: _Export, tracer: Tracer, post: Any) -> None:
+    """Set one COOLEST profile's point estimates (and posterior statistics)."""
+    where = f"{export.path} ({type(export.profile).__name__})"
+    for p in export.params:
+        parameter = profile.parameters[p.name]
+        value = float(p.fn(*(float(get_path(tracer, s)) for s in p.inputs)))
+        rng = parameter.definition_range
+        lo, hi = rng.min_value, rng.max_value
+        if (
+            not math.isfinite(value)
+            or (lo is not None and value < lo)
+            or (hi is not None and value > hi)
+        ):
+            raise ValueError(
+                f"{where}: COOLEST's {export.ctype} parameter {p.name} would be {value!r}, "
+                f"outside its range [{lo}, {hi}]"
+            )
+        parameter.set_point_estimate(value)
+        if p.fixed:
+            parameter.fix()
+        stats = None if post is None else post.stats(p, tracer, where)
+        if stats is not None:
+            parameter.set_posterior(lazy.PosteriorStatistics(**stats))
+
+
+# -- from COOLEST ----------------------------------------------------------------------------
+
+_PATH = re.compile(r"(lenses|sources)\[(\d+)\]\.(mass|light)\[(\d+)\]((?:\.profiles\[\d+\])*)")
+
+
+def from_coolest(path: str | os.PathLike[str], *, unsupported_light: str = "skip") -> Tracer:
+    """Read a COOLEST template's point estimates as a :class:`~twinlens.fit.tracer.Tracer`.
+
+    COOLEST ``SIE``, ``PEMD``, ``ExternalShear`` and ``ConvergenceSheet`` mass profiles
+    become ``SIE``, ``PowerLaw``, ``ExternalShear`` and ``MassSheet``; ``Sersic`` light a
+    ``Sersic`` (``LinearSersic`` when ``I_eff`` is null). A file written by
+    :func:`to_coolest` comes back as the same galaxies and profile classes (an ``SIS`` or an
+    ``Exponential`` again, as long as its ``q = 1`` or ``n = 1``); for other files see the
+    module docstring. Posterior statistics, priors and the observation are not read.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The ``.json`` file.
+    unsupported_light : {"skip", "raise"}
+        Light profiles with no twinlens equivalent (pixelated, shapelets, ...): leave them out
+        with a warning, or raise ``ValueError``. Unsupported mass profiles always raise.
+    """
+    c = _load_coolest()
+    if unsupported_light not in _UNSUPPORTED_LIGHT:
+        raise ValueError(
+            f"unsupported_light must be one of {_UNSUPPORTED_LIGHT}, got {unsupported_light!r}"
+        )
+    src = _json_path(path, must_exist=True)
+    serializer = c.JSONSerializer(str(src.with_suffix("")), check_external_files=False)
+    try:
+        document = serializer.load_simple(str(src), as_object=True, validate=False)
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
+        raise ValueError(f"{str(src)!r} is not a readable COOLEST file: {err!r}") from err
+
+    meta = document.meta if isinstance(document.meta, dict) else {}
+    ours_meta = meta.get("twinlens")
+    record = ours_meta.get("profiles") if isinstance(ours_meta, dict) else None
+    entities = list(document.lensing_entities)
+    read: list[tuple[int, str, Any, Any]] = []  # (entity index, model, COOLEST profile, ours)
+    skipped: list[str] = []
+    for k, entity in enumerate(entities):
+        for model in ("mass", "light"):
+            for j, profile in enumerate(getattr(entity, f"{model}_model", None) or []):
+                where = f"entity {k} ({entity.name!r}) {model} profile {j} ({profile.type})"
+                entry = record.get(profile.id) if isinstance(record, dict) else None
+                kind = entry.get("type") if isinstance(entry, dict) else None
+                ours = _read_profile(profile, model, where, kind)
+                if ours is None:
+                    if unsupported_light == "raise":
+                        raise ValueError(
+                            f"{where}: twinlens has no equivalent of COOLEST's {profile.type} "
+                            "light profile (it reads Sersic ones)"
+                        )
+                    skipped.append(where)
+                    continue
+                read.append((k, model, profile, ours))
+    if skipped:
+        warnings.warn(
+            f"light profiles with no twinlens equivalent, left out: {'; '.join(skipped)}",
+            UserWarning,
+            stacklevel=2,
+        )
+    placed = _place_recorded(read, record)
+    if placed is None:
+        placed = _place_by_entity(read, entities)
+    lenses, sources = placed
+    return Tracer(tuple(lenses), tuple(sources))
+
+
+def _value(profile: Any, name: str, where: str) -> float:
+    value = profile.parameters[name].point_estimate.value
+    if value is None:
+        raise ValueError(f"{where}: parameter {name} has no point estimate")
+    return float(value)
+
+
+def _read_profile(profile: Any, model: str, where: str, kind: str | None) -> Any:
+    """Our profile for one COOLEST profile (``kind``: the class :func:`to_coolest` recorded
+    for it, if any); None for a light profile we cannot read."""
+    ctype = profile.type
+
+    def get(name: str) -> float:
+        return _value(profile, name, where)
+
+    def centre_shape() -> dict[str, Any]:
+        return {
+            "centre": (get("center_x"), get("center_y")),
+            "ell_comps": _ell_comps(get("q"), get("phi")),
+        }
+
+    if model == "mass":
+        if ctype == "SIE":
+            if kind == "SIS" and get("q") == 1.0:
+                return SIS(
+                    centre=(get("center_x"), get("center_y")), einstein_radius=get("theta_E")
+                )
+            return SIE(**centre_shape(), einstein_radius=get("theta_E"))
+        if ctype == "PEMD":
+            return PowerLaw(**centre_shape(), einstein_radius=get("theta_E"), slope=get("gamma"))
+        if ctype == "ExternalShear":
+            return ExternalShear.from_magnitude_angle(get("gamma_ext"), get("phi_ext") - 90.0)
+        if ctype == "ConvergenceSheet":
+            return MassSheet(kappa=get("kappa_s"))
+        raise ValueError(
+            f"{where}: twinlens has no equivalent of COOLEST's {ctype} mass profile; it reads "
+            "SIE, PEMD, ExternalShear and ConvergenceSheet"
+        )
+    if ctype != "Sersic":
+        return None
+    n = get("n")
+    b, b_n = float(_b_coolest(n)), float(sersic_b(n))
+    shape = {**centre_shape(), "effective_radius": get("theta_eff") * (b_n / b) ** n}
+    exponential = kind in ("Exponential", "LinearExponential") and n == 1.0
+    i_eff = profile.parameters["I_eff"].point_estimate.value
+    if i_eff is None:  # no amplitude: a linear profile
+        return LinearExponential(**shape) if exponential else LinearSersic(**shape, sersic_index=n)
+    intensity = float(i_eff) * math.exp(b - b_n)
+    if exponential:
+        return Exponential(**shape, intensity=intensity)
+    return Sersic(**shape, sersic_index=n, intensity=intensity)
+
+
+def _place_recorded(read: list, record: Any) -> tuple[list[Galaxy], list[Galaxy]] | None:
+    """Galaxies as :func:`to_coolest` recorded them, or None without a full record."""
+    if not isinstance(record, dict):
+        return None
+    slots: dict[tuple[str, int], dict[str, list]] = {}
+    for _, model, profile, ours in read:
+        entry = record.get(profile.id)
+        match = _PATH.fullmatch(entry.get("path", "")) if isinstance(entry, dict) else None
+        if match is None or match.group(3) != model:
+            return None
+        role, index, _, position, nested = match.groups()
+        key = (int(position), *(int(n) for n in re.findall(r"\d+", nested)))
+        slots.setdefault((role, int(index)), {"mass": [], "light": []})[model].append((key, ours))
+    out: dict[str, list[Galaxy]] = {"lenses": [], "sources": []}
+    for (role, _), parts in sorted(slots.items()):
+        mass = tuple(p for _, p in sorted(parts["mass"], key=lambda t: t[0]))
+        light = tuple(p for _, p in sorted(parts["light"], key=lambda t: t[0]))
+        out[role].append(Galaxy(mass, light))
+    return out["lenses"], out["sources"]
+
+
+def _place_by_entity(read: list, entities: list) -> tuple[list[Galaxy], list[Galaxy]]:
+    """One galaxy per COOLEST entity: lenses carry mass; a light-only galaxy is a source
+    unless its redshift is at most the lenses'."""
+    lens_z = {
+        float(e.redshift)
+        for e in entities
+        if len(getattr(e, "mass_model", None) or []) and e.redshift is not None
+    }
+    if len(lens_z) > 1:
+        raise ValueError(f"mass at several redshifts {sorted(lens_z)}: a Tracer has one lens plane")
+    z_lens = next(iter(lens_z), None)
+    lenses, sources = [], []
+    for k, entity in enumerate(entities):
+        mass = tuple(ours for i, m, _, ours in read if i == k and m == "mass")
+        light = tuple(ours for i, m, _, ours in read if i == k and m == "light")
+        if not (mass or light):
+            continue
+        z = entity.redshift
+        in_lens_plane = z is not None and z_lens is not None and float(z) <= z_lens
+        (lenses if mass or in_lens_plane else sources).append(Galaxy(mass, light))
+    return lenses, sources
