@@ -82,9 +82,16 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from twinlens.job import example
 
-    path = example.write_example(
-        args.directory, seed=args.seed, backend=args.backend or "numba", overwrite=args.overwrite
-    )
+    try:
+        path = example.write_example(
+            args.directory,
+            seed=args.seed,
+            backend=args.backend or "numba",
+            overwrite=args.overwrite,
+        )
+    except FileExistsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(f"wrote data.fits, noise_map.fits, psf.fits and {path.name} to {args.directory}")
     print(f"fit it with: twinlens fit {path}")
     return 0
