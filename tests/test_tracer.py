@@ -424,3 +424,30 @@ def test_image_gradient_in_the_lens_parameters_matches_finite_differences():
         fd.append((total(up, "numpy") - total(down, "numpy")) / (2 * h))
     # central differences: h^2 truncation ~1e-12, rounding eps * sum / h ~1e-10
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-7)
+
+
+def test_effective_einstein_radius_against_closed_forms():
+    from scipy.optimize import brentq
+
+    from twinlens.mass import SIS, Gaussian, PointMass
+
+    # SIS: mean convergence theta_E / R, so exactly theta_E
+    assert Tracer(Galaxy(mass=SIS((0.2, -0.1), 1.3)), ()).einstein_radius() == pytest.approx(
+        1.3, rel=1e-9
+    )
+    # round Gaussian: mean convergence 2 k0 s^2 / R^2 (1 - exp(-R^2 / 2 s^2)) = 1
+    k0, s = 3.0, 0.5
+    want = brentq(lambda r: 2 * k0 * s**2 / r**2 * (1 - np.exp(-(r**2) / (2 * s**2))) - 1, 0.01, 5)
+    gaussian = Tracer(Galaxy(mass=Gaussian((0.0, 0.0), (0.0, 0.0), s, k0, 1.0)), ())
+    assert gaussian.einstein_radius() == pytest.approx(want, rel=1e-9)
+    # a Gaussian plus a point mass (sum of components): mean convergence adds
+    both = Tracer(
+        Galaxy(mass=(Gaussian((0.0, 0.0), (0.0, 0.0), s, k0, 1.0), PointMass((0.0, 0.0), 0.4))), ()
+    )
+    want = brentq(
+        lambda r: 2 * k0 * s**2 / r**2 * (1 - np.exp(-(r**2) / (2 * s**2))) + (0.4 / r) ** 2 - 1,
+        0.01,
+        5,
+    )
+    assert both.einstein_radius() == pytest.approx(want, rel=1e-9)
+    assert np.isnan(Tracer(Galaxy(mass=SIS((0.0, 0.0), 0.1)), ()).einstein_radius(r_max=0.05))

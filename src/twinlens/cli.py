@@ -54,7 +54,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         from twinlens.job import example
 
         folder = Path(args.output or "twinlens_example")
-        search = {"name": "nautilus", "n_live": 100 if args.quick else 300, "seed": args.seed}
+        settings = example.QUICK_SEARCH if args.quick else example.EXAMPLE_SEARCH
+        search = {"name": "nautilus", **settings, "seed": args.seed}
         config_path = example.write_example(
             folder,
             seed=args.seed,

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from twinlens import memo
 from twinlens.backend import array_module, resolve_backend
 from twinlens.backend.concrete import is_concrete
@@ -237,6 +239,60 @@ class Tracer(ValueIdentity):
         for extra in hessians[1:]:
             h = h + extra
         return lensing.magnification(h[..., 0, 0], h[..., 0, 1], h[..., 1, 1])
+
+    def convergence(self, xy: Any, backend: str | None = None) -> Any:
+        """Summed convergence of the lens galaxies at ``xy (..., 2)`` (profiles without one,
+        such as external shear, add nothing)."""
+        b = self._backend(xy, backend)
+        xp = array_module(b)
+        total = xp.zeros(xp.shape(getattr(xy, "xy", xy))[:-1])
+        for g in self.lenses:
+            for p in g.mass:
+                try:
+                    total = total + p.convergence(xy, b)
+                except NotImplementedError:
+                    continue
+        return total
+
+    def einstein_radius(
+        self,
+        centre: tuple[float, float] | None = None,
+        r_max: float = 10.0,
+        backend: str | None = None,
+    ) -> float:
+        """The effective Einstein radius of the lenses' summed mass, arcsec: the radius ``R`` of
+        the circle about ``centre`` (default: the first lens profile's centre) within which the
+        mean convergence is 1. It is what the data constrain whatever the split between mass
+        components. NaN when the mean convergence never reaches 1 between 0.001" and
+        ``r_max``.
+
+        By Gauss's theorem (``div alpha = 2 kappa``) the mean convergence within ``R`` is the
+        radial deflection averaged around the circle, divided by ``R``: exact for any mass,
+        point masses included, and external shear adds nothing."""
+        from scipy.optimize import brentq
+
+        if centre is None:
+            centre = next(
+                (p.centre for g in self.lenses for p in g.mass if hasattr(p, "centre")),
+                (0.0, 0.0),
+            )
+        cx, cy = float(centre[0]), float(centre[1])
+        phi = (np.arange(128) + 0.5) * (2 * np.pi / 128)
+        cos, sin = np.cos(phi), np.sin(phi)
+
+        def excess(radii: np.ndarray) -> np.ndarray:  # mean convergence within each R, minus 1
+            xy = np.stack([cx + radii[:, None] * cos, cy + radii[:, None] * sin], axis=-1)
+            alpha = np.asarray(self.deflections(xy, backend))
+            radial = alpha[..., 0] * cos + alpha[..., 1] * sin
+            return radial.mean(axis=1) / radii - 1.0
+
+        radii = np.geomspace(1e-3, r_max, 64)
+        values = excess(radii)
+        above = np.flatnonzero(values >= 0.0)
+        if above.size == 0 or above[-1] == radii.size - 1:
+            return float("nan")
+        k = above[-1]  # the outermost crossing from >= 1 to < 1
+        return float(brentq(lambda r: excess(np.array([r]))[0], radii[k], radii[k + 1], xtol=1e-12))
 
     def with_intensities(self, intensities: Any) -> Tracer:
         """This tracer with each linear light profile replaced by its parametric twin at the

@@ -2,8 +2,9 @@
 
 An SIE plus external shear whose lens light is a fixed multi-Gaussian expansion (30 Gaussians
 fitted to a de Vaucouleurs profile) carrying mass with one free mass-to-light ratio, and an
-elliptical Sersic source: 0.05" pixels, a 4" circular mask, 4 x 4 sub-pixels, a Gaussian PSF
-of FWHM 0.1", noise 0.05 per pixel (the benchmark workload W6, masked).
+elliptical Sersic source: 0.05" pixels, a 2" circular mask, 2 x 2 sub-pixels (the data are
+simulated with 4 x 4), a Gaussian PSF of FWHM 0.1", noise 0.05 per pixel: the benchmark
+workload W6, masked.
 
 :func:`write_example` writes the data, noise map and PSF as FITS files and a ``fit.toml`` that
 fits them; ``twinlens simulate --example DIR`` and ``twinlens fit --example`` call it.
@@ -27,8 +28,13 @@ from twinlens.mass import SIE, ExternalShear
 
 __all__ = ["TRUTH", "example_tracer", "write_example"]
 
-N_PIX, PIXEL_SCALE, SUB_SIZE, NOISE, MASK_RADIUS = 100, 0.05, 4, 0.05, 2.0
+N_PIX, PIXEL_SCALE, SUB_SIZE, NOISE, MASK_RADIUS = 100, 0.05, 2, 0.05, 2.0
 PSF_FWHM, PSF_SIZE = 0.1, 21
+
+#: Nautilus settings of the example: enough live points for 14 parameters, and a posterior of
+#: 2,000 effective samples (``--quick``: 100 and 500).
+EXAMPLE_SEARCH = {"n_live": 200, "n_eff": 2000}
+QUICK_SEARCH = {"n_live": 100, "n_eff": 500}
 
 #: The true values of the example's free parameters, by path.
 TRUTH = {
@@ -185,7 +191,7 @@ def write_example(
     config = directory / "fit.toml"
     if config.exists() and not overwrite:
         raise FileExistsError(f"{config} exists; pass overwrite=True (--overwrite) to replace it")
-    grid = Grid2D.uniform(N_PIX, PIXEL_SCALE, SUB_SIZE)
+    grid = Grid2D.uniform(N_PIX, PIXEL_SCALE, 4)  # finer than the fit's sub-pixels
     psf = PSF.gaussian(PSF_FWHM, PIXEL_SCALE, PSF_SIZE)
     with memo.disabled():  # a one-off image: nothing to keep
         dataset = simulate(example_tracer(), grid, psf, noise_sigma=NOISE, seed=seed)
@@ -195,6 +201,6 @@ def write_example(
     fits_io.write_image(directory / names["data"], dataset.data, PIXEL_SCALE, overwrite)
     fits_io.write_image(directory / names["noise_map"], dataset.noise_map, PIXEL_SCALE, overwrite)
     fits_io.write_image(directory / names["psf"], psf.kernel, PIXEL_SCALE, overwrite)
-    search = search or {"name": "nautilus", "n_live": 300, "seed": seed}
+    search = search or {"name": "nautilus", **EXAMPLE_SEARCH, "seed": seed}
     config.write_text(config_text(search, backend))
     return config

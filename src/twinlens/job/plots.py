@@ -122,13 +122,7 @@ def plot_lens(tracer: Tracer, extent: tuple[float, float, float, float], path: s
     y = np.linspace(extent[2], extent[3], n)
     xs, ys = np.meshgrid(x, y)
     xy = np.stack([xs, ys], axis=-1)
-    kappa = np.zeros(xs.shape)
-    for galaxy in tracer.lenses:
-        for profile in galaxy.mass:
-            try:
-                kappa = kappa + np.asarray(profile.convergence(xy, backend="numpy"))
-            except NotImplementedError:  # e.g. external shear: no convergence
-                pass
+    kappa = np.asarray(tracer.convergence(xy, "numpy"))
     curves, caustics = critical_curves_and_caustics(tracer, extent)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.5), constrained_layout=True)
     shown = axes[0].imshow(

@@ -56,6 +56,15 @@ def summary_table(model: Model, result: Any) -> str:
     return "\n".join(lines)
 
 
+def einstein_radii(model: Model, samples: np.ndarray, n_max: int = 200) -> np.ndarray:
+    """The effective Einstein radius (:meth:`~twinlens.fit.tracer.Tracer.einstein_radius`)
+    of up to ``n_max`` evenly spaced posterior samples: in a model with several mass
+    components it is the well-measured quantity, while each component's own radius may be
+    degenerate with the others (an SIE against a stellar mass-to-light ratio)."""
+    pick = np.unique(np.linspace(0, len(samples) - 1, min(n_max, len(samples))).astype(int))
+    return np.array([model.instance(samples[i]).einstein_radius() for i in pick])
+
+
 def write_results(
     config: Any, result: Any, output: str | Path, truths: Any = None, plot: bool = True
 ) -> dict[str, Path]:
@@ -80,6 +89,17 @@ def write_results(
         comments="",
     )
 
+    theta = einstein_radii(model, result.samples)
+    derived = {
+        "einstein_radius": {
+            "definition": "radius of the circle about the lens centre within which the mean "
+            "convergence of all lens mass is 1, arcsec",
+            "median": float(np.nanmedian(theta)),
+            "lower_68": float(np.nanpercentile(theta, 16)),
+            "upper_68": float(np.nanpercentile(theta, 84)),
+            "n_samples": int(np.isfinite(theta).sum()),
+        }
+    }
     best = model.instance(result.max_likelihood)
     fit = FitImaging(dataset, best, "numpy")
     solved = fit.solved_tracer
@@ -96,6 +116,11 @@ def write_results(
         f"(chi^2 {float(fit.chi_squared):.1f} over {dataset.mask_index.size} pixels)",
         "",
         summary_table(model, result),
+        "",
+        "derived: effective Einstein radius (mean convergence 1 within it) "
+        f"{derived['einstein_radius']['median']:.5f} "
+        f"-{derived['einstein_radius']['median'] - derived['einstein_radius']['lower_68']:.5f} "
+        f"+{derived['einstein_radius']['upper_68'] - derived['einstein_radius']['median']:.5f}",
     ]
     files["summary"] = output / "summary.txt"
     files["summary"].write_text("\n".join(text) + "\n")
@@ -119,6 +144,7 @@ def write_results(
             }
             for i, (path, prior) in enumerate(model.priors)
         },
+        "derived": derived,
         "max_log_likelihood": float(result.max_log_likelihood),
         "log_evidence": _float(evidence),
         "log_evidence_error": _float(result.log_evidence_error),
