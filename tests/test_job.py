@@ -159,6 +159,9 @@ def test_a_short_fit_writes_every_result_and_recovers_the_lens(tmp_path):
     assert abs(theta["median"] - THETA_E) < max(3 * sigma, 1e-3)
     assert abs(theta["median"] / THETA_E - 1) < 0.01
     assert record["log_evidence"] is not None and record["n_samples"] > 50
+    best = record["max_likelihood_model"]  # every scalar, fixed and solved ones included
+    assert best["lenses[0].mass[0].ell_comps[0]"] == 0.1
+    assert best["sources[0].light[0].intensity"] > 0
     derived = record["derived"]["einstein_radius"]  # one SIE: its radius, as closely
     assert abs(derived["median"] - theta["median"]) < 0.02
     samples = np.loadtxt(out / "samples.csv", delimiter=",", skiprows=1)

@@ -30,7 +30,7 @@ from twinlens import __version__
 from twinlens.fit import fits_io
 from twinlens.fit.likelihood import FitImaging
 from twinlens.job import plots
-from twinlens.model import Model
+from twinlens.model import Model, get_path, parameter_paths
 
 __all__ = ["write_results"]
 
@@ -151,6 +151,10 @@ def write_results(
         "n_samples": len(result.samples),
         "n_evaluations": int(result.n_evaluations),
         "solved_intensities": [float(v) for v in np.asarray(fit.intensities)],
+        # every scalar of the maximum-likelihood model, fixed ones and solved intensities too
+        "max_likelihood_model": {
+            path: float(get_path(solved, path)) for path in parameter_paths(solved)
+        },
         "info": {k: v for k, v in result.info.items() if _jsonable(v)},
     }
     files["json"].write_text(json.dumps(record, indent=1) + "\n")
