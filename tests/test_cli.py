@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from twinlens.cli import main
 from twinlens.kernels.domains import Arg, Domain
@@ -17,7 +18,8 @@ def _double(x):
     return 2.0 * x
 
 
-def test_validate_passes_and_reports_every_kernel_and_pair(capsys):
+@pytest.mark.slow  # every kernel on every backend, cold: minutes; test_registry_agreement
+def test_validate_passes_and_reports_every_kernel_and_pair(capsys):  # covers the agreement
     assert main(["validate", "--points", "64"]) == 0
     table = capsys.readouterr().out
     for kernel in ("geometry.to_profile_frame", "ellipticity.axis_ratio_from_ellipticity"):

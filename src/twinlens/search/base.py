@@ -57,6 +57,19 @@ def require(module: str, search: str) -> ModuleType:
         ) from err
 
 
+def hdf5_checkpoint_readable(path: Path, search: str, group: str, attribute: str) -> bool:
+    """Whether ``path`` is an HDF5 file whose ``group`` holds ``attribute`` (the mark of a
+    complete checkpoint of the ``search`` library)."""
+    if not path.exists():
+        return False
+    h5py = require("h5py", search)
+    try:
+        with h5py.File(path, "r") as f:
+            return group in f and attribute in f[group].attrs
+    except OSError:
+        return False
+
+
 def restore_or_backup(checkpoint: Path, backup: Path, readable: Callable[[Path], bool]) -> None:
     """Before a run that may resume from ``checkpoint``: if it is missing or unreadable (a kill
     while it was written) but ``backup`` is readable, restore the backup, with a warning;

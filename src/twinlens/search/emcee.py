@@ -20,6 +20,7 @@ from twinlens.search.base import (
     check_float,
     check_int,
     check_seed,
+    hdf5_checkpoint_readable,
     prior_and_likelihood,
     register,
     require,
@@ -222,12 +223,4 @@ class Emcee(Search):
 
 
 def _readable(path: Path) -> bool:
-    """Whether ``path`` is an HDF5 file holding an emcee chain."""
-    if not path.exists():
-        return False
-    h5py = require("h5py", "emcee")
-    try:
-        with h5py.File(path, "r") as f:
-            return "mcmc" in f and "iteration" in f["mcmc"].attrs
-    except OSError:
-        return False
+    return hdf5_checkpoint_readable(path, "emcee", "mcmc", "iteration")

@@ -23,6 +23,7 @@ from twinlens.search.base import (
     check_float,
     check_int,
     check_seed,
+    hdf5_checkpoint_readable,
     register,
     require,
     restore_or_backup,
@@ -206,12 +207,4 @@ class Nautilus(Search):
 
 
 def _readable(path: Path) -> bool:
-    """Whether ``path`` is an HDF5 file holding a nautilus sampler's state."""
-    if not path.exists():
-        return False
-    h5py = require("h5py", "nautilus")
-    try:
-        with h5py.File(path, "r") as f:
-            return "sampler" in f and "rng_state" in f["sampler"].attrs
-    except OSError:
-        return False
+    return hdf5_checkpoint_readable(path, "nautilus", "sampler", "rng_state")
