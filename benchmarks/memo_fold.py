@@ -28,15 +28,11 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
-import json
-import os
-import subprocess
-import sys
 import time
 from typing import Any
 
 import numpy as np
-from timing import block, call_times, emit
+from timing import block, call_times, emit, run_case_in_fresh_process
 
 from twinlens import memo
 from twinlens.backend.concrete import batched
@@ -256,18 +252,9 @@ def main() -> None:
         return
     lines = {}
     for case in CASES:
-        env = dict(os.environ)
-        if case == "jax-killswitch":
-            env[memo.ENV_SWITCH] = "0"
-        command = [sys.executable, __file__, "--case", case] + (["--quick"] if args.quick else [])
-        out = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
-        if out.returncode:
-            emit(workload="W6", case=case, error=out.stderr.strip().splitlines()[-3:])
-            continue
-        for line in out.stdout.splitlines():
-            if line.startswith("{"):
-                print(line, flush=True)
-                lines[case] = json.loads(line)
+        env = {memo.ENV_SWITCH: "0"} if case == "jax-killswitch" else None
+        for line in run_case_in_fresh_process(__file__, "W6", case, args.quick, env):
+            lines[case] = line
     _ratios(lines)
 
 

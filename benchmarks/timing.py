@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -51,3 +54,21 @@ def median_and_min_ms(fn: Callable[[], Any], repeats: int = 7, warmup: int = 2) 
 def emit(**fields: Any) -> None:
     """Print one JSON line."""
     print(json.dumps(fields), flush=True)
+
+
+def run_case_in_fresh_process(
+    script: str, workload: str, case: str, quick: bool, env: dict | None = None
+) -> list[dict]:
+    """Run ``script --case case`` in a new interpreter (no compiled program, thread pool or
+    cache of one case helps another), print its JSON lines and return them; a failed case
+    prints one line with the end of its error."""
+    command = [sys.executable, script, "--case", case] + (["--quick"] if quick else [])
+    environment = {**os.environ, **(env or {})}
+    out = subprocess.run(command, capture_output=True, text=True, check=False, env=environment)
+    if out.returncode:
+        emit(workload=workload, case=case, error=out.stderr.strip().splitlines()[-3:])
+        return []
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    for line in lines:
+        print(json.dumps(line), flush=True)
+    return lines

@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
-import subprocess
-import sys
 import time
 
 import numpy as np
-from timing import emit, median_and_min_ms
+from timing import emit, median_and_min_ms, run_case_in_fresh_process
 
 from twinlens import convert
 from twinlens.batch import ImagingLikelihood
@@ -199,15 +196,7 @@ def main() -> None:
     cases = (PEERS if _peers() is not None else ()) + OURS
     lines = []
     for case in cases:
-        command = [sys.executable, __file__, "--case", case] + (["--quick"] if args.quick else [])
-        out = subprocess.run(command, capture_output=True, text=True, check=False)
-        if out.returncode:
-            emit(workload="W5", case=case, error=out.stderr.strip().splitlines()[-1:])
-            continue
-        for line in out.stdout.splitlines():
-            if line.startswith("{"):
-                print(line, flush=True)
-                lines.append(json.loads(line))
+        lines += run_case_in_fresh_process(__file__, "W5", case, args.quick)
     _ratios(lines)
 
 
