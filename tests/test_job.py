@@ -219,3 +219,17 @@ def test_parse_config_needs_lens_source_and_a_free_parameter(tmp_path):
             tmp_path,
         )
     assert GaussianPrior(0.0, 1.0).median == 0.0
+
+
+@pytest.mark.slow
+def test_a_map_fit_on_jax_writes_its_results(tmp_path):
+    _small_dataset(tmp_path)
+    text = SMALL.format(backend="jax").replace(
+        'name = "nautilus"\nn_live = 60\nn_eff = 400', 'name = "map"\nn_starts = 4\nn_steps = 200'
+    )
+    (tmp_path / "fit.toml").write_text(text)
+    files = run_fit(load_config(tmp_path / "fit.toml"), progress=False)
+    assert "corner_plot" not in files  # one point: no corner plot
+    record = json.loads(files["json"].read_text())
+    theta = record["parameters"]["lenses[0].mass[0].einstein_radius"]["median"]
+    assert abs(theta / THETA_E - 1) < 0.01

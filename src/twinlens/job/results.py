@@ -176,9 +176,10 @@ def write_results(
         files["fit_plot"] = plots.plot_fit(fit, output / "fit.png")
         box = (-extent_half, extent_half, -extent_half, extent_half)
         files["lens_plot"] = plots.plot_lens(solved, box, output / "lens.png")
-        files["corner_plot"] = plots.plot_corner(
-            result.samples, model.labels, output / "corner.png", truths
-        )
+        if len(result.samples) > model.n_params:  # a point estimate (map) has no corner
+            files["corner_plot"] = plots.plot_corner(
+                result.samples, model.labels, output / "corner.png", truths
+            )
 
     try:
         from twinlens.export import to_coolest
