@@ -559,13 +559,15 @@ def to_autogalaxy(profile: MassProfile) -> tuple[str, dict[str, Any]]:
 
 
 def _b_lenstronomy(n: float) -> float:
-    return max(1.9992 * n - 0.3271, 1e-5)
+    from twinlens.kernels.light import sersic_b_capaccioli
+
+    return max(float(sersic_b_capaccioli(n)), 1e-5)  # lenstronomy's floor
 
 
 def light_from_lenstronomy(name: str, kwargs: Mapping[str, Any]) -> Any:
     """Our light profile equal to lenstronomy's ``SERSIC``, ``SERSIC_ELLIPSE`` or
     ``CORE_SERSIC`` with keyword arguments ``kwargs`` (``amp`` defaults to 1)."""
-    from twinlens.kernels.light import sersic_b
+    from twinlens.kernels.light import sersic_b, sersic_with_other_b
     from twinlens.profiles.light import CoreSersic, Sersic
 
     if name not in ("SERSIC", "SERSIC_ELLIPSE", "CORE_SERSIC"):
@@ -577,12 +579,15 @@ def light_from_lenstronomy(name: str, kwargs: Mapping[str, Any]) -> Any:
     n = float(kwargs["n_sersic"])
     b_l, b_e = _b_lenstronomy(n), float(sersic_b(n))
     ell = (0.0, 0.0) if name == "SERSIC" else _l_ell(name, kwargs)
+    radius, intensity = sersic_with_other_b(
+        float(kwargs["R_sersic"]), float(kwargs.get("amp", 1.0)), n, b_l, b_e
+    )
     common = {
         "centre": _l_centre(kwargs),
         "ell_comps": ell,
-        "effective_radius": float(kwargs["R_sersic"]) * (b_e / b_l) ** n,
+        "effective_radius": float(radius),
         "sersic_index": n,
-        "intensity": float(kwargs.get("amp", 1.0)) * math.exp(b_l - b_e),
+        "intensity": float(intensity),
     }
     if name == "CORE_SERSIC":
         _require(name, kwargs, ("Rb", "gamma"))
@@ -598,16 +603,17 @@ def light_from_lenstronomy(name: str, kwargs: Mapping[str, Any]) -> Any:
 def light_to_lenstronomy(profile: Any) -> tuple[str, dict[str, Any]]:
     """``(name, kwargs)`` of the lenstronomy light profile equal to a :class:`Sersic`,
     :class:`Exponential` or :class:`CoreSersic` (inverse of :func:`light_from_lenstronomy`)."""
-    from twinlens.kernels.light import sersic_b
+    from twinlens.kernels.light import sersic_b, sersic_with_other_b
     from twinlens.profiles.light import CoreSersic, Exponential, Sersic
 
     if not isinstance(profile, (Sersic, Exponential, CoreSersic)):
         raise ValueError(f"no light converter to lenstronomy for {type(profile).__name__}")
     n = float(profile.sersic_index)
     b_l, b_e = _b_lenstronomy(n), float(sersic_b(n))
+    radius, amp = sersic_with_other_b(profile.effective_radius, profile.intensity, n, b_e, b_l)
     kw = {
-        "amp": float(profile.intensity) * math.exp(b_e - b_l),
-        "R_sersic": float(profile.effective_radius) * (b_l / b_e) ** n,
+        "amp": float(amp),
+        "R_sersic": float(radius),
         "n_sersic": n,
         **_ell_kw(profile),
         **_centre_kw(profile),

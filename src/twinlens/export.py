@@ -87,7 +87,7 @@ import numpy as np
 
 from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity, ellipticity_from_axis_ratio
-from twinlens.kernels.light import sersic_b
+from twinlens.kernels.light import sersic_b, sersic_b_capaccioli, sersic_with_other_b
 from twinlens.model.paths import get_path
 from twinlens.profiles.composite import MassSum
 from twinlens.profiles.isothermal import SIE, SIS
@@ -153,17 +153,13 @@ def _phi_ext(g1: Any, g2: Any) -> Any:
     return _phi_from_theta(0.5 * np.arctan2(g2, g1))
 
 
-def _b_coolest(n: Any) -> Any:
-    """COOLEST's Sersic ``b_n`` (Capaccioli 1989), as ``coolest.api.profiles.light``."""
-    return 1.9992 * np.asarray(n, dtype=float) - 0.3271
-
-
 def _theta_eff(radius: Any, n: Any) -> Any:
-    return radius * (_b_coolest(n) / sersic_b(n)) ** n
+    # COOLEST's Sersic uses Capaccioli's b_n (as coolest.api.profiles.light)
+    return sersic_with_other_b(radius, 1.0, n, sersic_b(n), sersic_b_capaccioli(n))[0]
 
 
 def _i_eff(intensity: Any, n: Any) -> Any:
-    return intensity * np.exp(sersic_b(n) - _b_coolest(n))
+    return sersic_with_other_b(1.0, intensity, n, sersic_b(n), sersic_b_capaccioli(n))[1]
 
 
 def _same(value: Any) -> Any:
@@ -818,13 +814,14 @@ def _read_profile(profile: Any, model: str, where: str, kind: str | None) -> Any
     if ctype != "Sersic":
         return None
     n = get("n")
-    b, b_n = float(_b_coolest(n)), float(sersic_b(n))
-    shape = {**centre_shape(), "effective_radius": get("theta_eff") * (b_n / b) ** n}
+    b, b_n = float(sersic_b_capaccioli(n)), float(sersic_b(n))
+    radius = float(sersic_with_other_b(get("theta_eff"), 1.0, n, b, b_n)[0])
+    shape = {**centre_shape(), "effective_radius": radius}
     exponential = kind in ("Exponential", "LinearExponential") and n == 1.0
     i_eff = profile.parameters["I_eff"].point_estimate.value
     if i_eff is None:  # no amplitude: a linear profile
         return LinearExponential(**shape) if exponential else LinearSersic(**shape, sersic_index=n)
-    intensity = float(i_eff) * math.exp(b - b_n)
+    intensity = float(sersic_with_other_b(1.0, float(i_eff), n, b, b_n)[1])
     if exponential:
         return Exponential(**shape, intensity=intensity)
     return Sersic(**shape, sersic_index=n, intensity=intensity)

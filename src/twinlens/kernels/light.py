@@ -147,6 +147,20 @@ def sersic_b(n: Any) -> Any:
     return b
 
 
+def sersic_b_capaccioli(n: Any) -> Any:
+    """Capaccioli's (1989) linear approximation ``b_n = 1.9992 n - 0.3271``, which lenstronomy
+    and COOLEST use (any shape, numpy)."""
+    return 1.9992 * np.asarray(n, dtype=float) - 0.3271
+
+
+def sersic_with_other_b(radius: Any, intensity: Any, n: Any, b_from: Any, b_to: Any) -> Any:
+    """``(radius', intensity')`` of the same Sersic profile written with ``b_to`` in place of
+    ``b_from``: ``I exp(-b ((R / R_e)^(1/n) - 1))`` is unchanged when
+    ``R_e' = R_e (b_to / b_from)^n`` and ``I' = I exp(b_from - b_to)`` (e.g. our exact ``b_n``
+    against the approximation of lenstronomy or COOLEST)."""
+    return radius * (b_to / b_from) ** n, intensity * np.exp(b_from - b_to)
+
+
 # ------------------------------------------------------------------------------------------
 # per-point math
 
