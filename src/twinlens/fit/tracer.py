@@ -228,16 +228,19 @@ class Tracer(ValueIdentity):
             out = out + c
         return out
 
-    def magnification(self, xy: Any, backend: str | None = None) -> Any:
-        """Signed magnification of the lens galaxies' summed mass at ``xy``."""
+    def hessian(self, xy: Any, backend: str | None = None) -> Any:
+        """Summed hessian of the lens galaxies' potential at ``xy``, ``(..., 2, 2)``."""
         b = self._backend(xy, backend)
         xp = array_module(b)
-        hessians = [p.hessian(xy, b) for g in self.lenses for p in g.mass]
-        if not hessians:
-            return xp.ones(xp.shape(getattr(xy, "xy", xy))[:-1])
-        h = hessians[0]
-        for extra in hessians[1:]:
-            h = h + extra
+        h = xp.zeros((*xp.shape(getattr(xy, "xy", xy))[:-1], 2, 2))
+        for g in self.lenses:
+            for p in g.mass:
+                h = h + p.hessian(xy, b)
+        return h
+
+    def magnification(self, xy: Any, backend: str | None = None) -> Any:
+        """Signed magnification of the lens galaxies' summed mass at ``xy``."""
+        h = self.hessian(xy, backend)
         return lensing.magnification(h[..., 0, 0], h[..., 0, 1], h[..., 1, 1])
 
     def convergence(self, xy: Any, backend: str | None = None) -> Any:

@@ -11,6 +11,7 @@ import numpy as np
 
 from twinlens.fit.likelihood import FitImaging
 from twinlens.fit.tracer import Tracer
+from twinlens.kernels import lensing
 
 __all__ = [
     "critical_curves_and_caustics",
@@ -64,11 +65,8 @@ def critical_curves_and_caustics(
     y = np.linspace(extent[2], extent[3], n)
     xs, ys = np.meshgrid(x, y)
     xy = np.stack([xs, ys], axis=-1)
-    h = np.zeros((*xs.shape, 2, 2))
-    for galaxy in tracer.lenses:
-        for profile in galaxy.mass:
-            h = h + np.asarray(profile.hessian(xy, backend="numpy"))
-    det = (1 - h[..., 0, 0]) * (1 - h[..., 1, 1]) - h[..., 0, 1] * h[..., 1, 0]
+    h = np.asarray(tracer.hessian(xy, "numpy"))
+    det = lensing.jacobian_determinant(h[..., 0, 0], h[..., 0, 1], h[..., 1, 1])
     figure = plt.figure()
     contour = plt.contour(xs, ys, det, levels=[0.0])
     curves = [np.asarray(p) for p in contour.allsegs[0] if len(p) > 2]

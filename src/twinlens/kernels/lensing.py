@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 
+def jacobian_determinant(psi_xx, psi_xy, psi_yy):
+    """``det(I - H)``, the lens mapping's Jacobian determinant (zero on critical curves)."""
+    return (1.0 - psi_xx) * (1.0 - psi_yy) - psi_xy * psi_xy
+
+
 def magnification(psi_xx, psi_xy, psi_yy):
     """Signed magnification ``1 / det(I - H)`` from the hessian components."""
-    return 1.0 / ((1.0 - psi_xx) * (1.0 - psi_yy) - psi_xy * psi_xy)
+    return 1.0 / jacobian_determinant(psi_xx, psi_xy, psi_yy)
 
 
 def shear(psi_xx, psi_xy, psi_yy):
