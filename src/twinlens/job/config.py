@@ -18,6 +18,9 @@ whole file.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import json
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -28,7 +31,7 @@ import numpy as np
 
 from twinlens import light as light_module
 from twinlens import mass as mass_module
-from twinlens.backend import check_backend
+from twinlens.backend import BACKENDS, check_backend
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.model import (
@@ -39,6 +42,7 @@ from twinlens.model import (
     TruncatedGaussianPrior,
     UniformPrior,
 )
+from twinlens.search import SEARCHES, Emcee
 
 __all__ = ["FitConfig", "load_config", "parse_config", "prior_from_table"]
 
@@ -48,7 +52,11 @@ _PRIORS = {
     "gaussian": (GaussianPrior, 2),
     "truncated_gaussian": (TruncatedGaussianPrior, 4),
 }
-_SECTIONS = {"backend", "output", "dataset", "search", "lens", "source", "title"}
+_SECTIONS = ("title", "backend", "output", "dataset", "search", "lens", "source")
+_DATASET_KEYS = ("data", "noise_map", "psf", "pixel_scale", "sub_size", "mask_radius")
+# The backends of searches whose class does not say (no ``backends`` attribute): map and nuts
+# need JAX's gradients, and refuse any other backend only when they start to run.
+_SEARCH_BACKENDS = {"map": ("jax",), "nuts": ("jax",)}
 
 
 class ConfigError(ValueError):
@@ -67,26 +75,61 @@ class FitConfig:
     title: str = "twinlens fit"
 
 
+def _show(value: Any) -> str:
+    """``value`` as it is written in TOML, for messages (``true``, not ``True``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_show(v)}" for k, v in value.items()) + "}"
+    if value is None:
+        return "nothing"
+    return repr(value)
+
+
+def _suggest(name: Any, choices: Any) -> str:
+    """`` (did you mean "x"?)`` for the closest of ``choices`` to a mistyped ``name``."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
+    return f" (did you mean {_show(close[0])}?)" if close else ""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def prior_from_table(table: dict, where: str) -> tuple[Prior, float | None]:
     """``(prior, start)`` from a parameter table such as ``{uniform = [0, 1], start = 0.3}``."""
     kinds = [k for k in table if k in _PRIORS]
-    unknown = set(table) - set(_PRIORS) - {"start"}
+    unknown = [k for k in table if k not in _PRIORS and k != "start"]
     if len(kinds) != 1 or unknown:
+        hint = _suggest(unknown[0], [*_PRIORS, "start"]) if unknown else ""
         raise ConfigError(
-            f"{where}: a free parameter needs exactly one of {sorted(_PRIORS)} (and optionally "
-            f"start), got {sorted(table)}"
+            f"{where} = {_show(table)}: a free parameter needs exactly one of "
+            f"{', '.join(_PRIORS)} (and optionally start){hint}"
         )
-    cls, n_args = _PRIORS[kinds[0]]
-    args = table[kinds[0]]
-    if not isinstance(args, list) or len(args) != n_args:
-        raise ConfigError(f"{where}: {kinds[0]} takes a list of {n_args} numbers, got {args!r}")
+    kind = kinds[0]
+    cls, n_args = _PRIORS[kind]
+    args = table[kind]
+    if not isinstance(args, list) or len(args) != n_args or not all(map(_is_number, args)):
+        raise ConfigError(
+            f"{where}: {kind} takes a list of {n_args} numbers, got {kind} = {_show(args)}"
+        )
     try:
         prior = cls(*(float(a) for a in args))
     except (TypeError, ValueError) as err:
-        raise ConfigError(f"{where}: {err}") from None
+        # the prior's class name is Python's; the TOML key is the prior's kind
+        message = str(err).replace(f"{cls.__name__}.", f"{kind} ").replace(cls.__name__, kind)
+        raise ConfigError(f"{where}: {kind} = {_show(args)}: {message}") from None
     start = table.get("start")
+    if start is not None and not _is_number(start):
+        raise ConfigError(f"{where}: start must be a number, got start = {_show(start)}")
     if start is not None and not prior.contains(float(start)):
-        raise ConfigError(f"{where}: start = {start} lies outside {prior!r}")
+        raise ConfigError(
+            f"{where}: start = {_show(start)} lies outside the prior {kind} = {_show(args)}"
+        )
     return prior, None if start is None else float(start)
 
 
@@ -99,11 +142,15 @@ def _start(prior: Prior, start: float | None) -> float:
 
 def _profile_class(name: Any, kind: str, where: str) -> type:
     module = mass_module if kind == "mass" else light_module
-    cls = getattr(module, str(name), None) if name in module.__all__ else None
-    if cls is None or name in ("MassProfile", "LightProfile"):
-        choices = [n for n in module.__all__ if n not in ("MassProfile", "LightProfile")]
-        raise ConfigError(f"{where}: unknown {kind} profile {name!r}; choose from {choices}")
-    return cls
+    choices = [n for n in module.__all__ if n not in ("MassProfile", "LightProfile", "MassSum")]
+    if name is None:
+        raise ConfigError(f"{where}: missing; name the {kind} profile, one of {', '.join(choices)}")
+    if name not in choices:
+        raise ConfigError(
+            f"{where} = {_show(name)}: unknown {kind} profile; choose from "
+            f"{', '.join(choices)}{_suggest(name, choices)}"
+        )
+    return getattr(module, name)
 
 
 def _value(raw: Any, where: str, priors: dict, path: str) -> Any:
@@ -113,12 +160,54 @@ def _value(raw: Any, where: str, priors: dict, path: str) -> Any:
         priors[path] = prior
         return _start(prior, start)
     if isinstance(raw, list):
-        if raw and all(isinstance(v, (int, float)) for v in raw) and len(raw) > 2:
+        if raw and all(_is_number(v) for v in raw) and len(raw) > 2:
             return np.asarray(raw, dtype=float)  # a fixed array (MGE sigmas, intensities)
         return tuple(_value(v, f"{where}[{i}]", priors, f"{path}[{i}]") for i, v in enumerate(raw))
-    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
-        raise ConfigError(f"{where}: expected a number, a list or a prior table, got {raw!r}")
-    return float(raw) if isinstance(raw, (int, float)) else raw
+    if not _is_number(raw):
+        raise ConfigError(
+            f"{where} = {_show(raw)}: expected a number, a list or a prior table such as "
+            "{uniform = [0.5, 1.5]}"
+        )
+    return float(raw)
+
+
+def _check_parameters(cls: type, params: dict, here: str) -> None:
+    """Unknown and missing parameters of profile ``cls``, named in TOML terms (not as
+    ``__init__`` arguments), and the shapes of pairs and integers before any value is read."""
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    names = [f.name for f in fields]
+    listed = f"its parameters are {', '.join(names)}"
+    unknown = [k for k in params if k not in names]
+    if unknown:
+        raise ConfigError(
+            f"{here}: {cls.__name__} has no parameter {unknown[0]!r}; {listed}"
+            f"{_suggest(unknown[0], names)}"
+        )
+    required = (dataclasses.MISSING, dataclasses.MISSING)
+    missing = [
+        f.name
+        for f in fields
+        if (f.default, f.default_factory) == required and f.name not in params
+    ]
+    if missing:
+        hint = (
+            " (or light = i, to follow the galaxy's i-th light profile, an MGELight)"
+            if cls is mass_module.MGE
+            else ""
+        )
+        raise ConfigError(f"{here}: {cls.__name__} needs {', '.join(missing)}{hint}; {listed}")
+    for f in fields:
+        if f.name not in params:
+            continue
+        raw = params[f.name]
+        if isinstance(f.default, tuple) and len(f.default) == 2:  # centre, ell_comps, origin
+            if not (isinstance(raw, list) and len(raw) == 2):
+                raise ConfigError(
+                    f"{here}.{f.name} = {_show(raw)}: expected a pair [x, y] of numbers or "
+                    "prior tables"
+                )
+        elif f.type in ("int", int) and not (_is_number(raw) and float(raw).is_integer()):
+            raise ConfigError(f"{here}.{f.name} = {_show(raw)}: expected a whole number")
 
 
 def _profiles(
@@ -126,8 +215,10 @@ def _profiles(
 ) -> tuple:
     if isinstance(entries, dict):
         entries = [entries]
-    if not isinstance(entries, list):
-        raise ConfigError(f"{where}: expected a list of [[...{kind}]] tables")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ConfigError(
+            f"{where} = {_show(entries)}: expected [[...{kind}]] tables, each with a type"
+        )
     out = []
     for i, entry in enumerate(entries):
         here, path = f"{where}[{i}]", f"{prefix}.{kind}[{i}]"
@@ -135,23 +226,35 @@ def _profiles(
         cls = _profile_class(params.pop("type", None), kind, f"{here}.type")
         follows = params.pop("light", None) if cls is mass_module.MGE else None
         if follows is not None:  # an MGE mass following the galaxy's MGE light
-            try:
-                source = lights[int(follows)]
-            except (IndexError, ValueError, TypeError):
-                raise ConfigError(f"{here}.light = {follows!r} names no light profile") from None
+            n = len(lights)
+            valid = f"0 to {n - 1}" if n else "none: the galaxy has no light profile"
+            if not isinstance(follows, int) or isinstance(follows, bool):
+                raise ConfigError(
+                    f"{here}.light = {_show(follows)}: expected the index of one of the "
+                    f"galaxy's light profiles ({valid})"
+                )
+            if not 0 <= follows < n:
+                raise ConfigError(f"{here}.light = {follows} names no light profile ({valid})")
+            source = lights[follows]
             if not isinstance(source, light_module.MGELight):
-                raise ConfigError(f"{here}.light must name an MGELight, not {type(source)}")
+                raise ConfigError(
+                    f"{here}.light = {follows} must name an MGELight, not a {type(source).__name__}"
+                )
             params.setdefault("sigmas", list(source.sigmas))
             params.setdefault("intensities", list(source.intensities))
             params.setdefault("centre", list(source.centre))
             params.setdefault("ell_comps", list(source.ell_comps))
+        _check_parameters(cls, params, here)
+        integers = {f.name for f in dataclasses.fields(cls) if f.type in ("int", int)}
         values = {
-            name: _value(raw, f"{here}.{name}", priors, f"{path}.{name}")
+            name: int(raw)
+            if name in integers
+            else _value(raw, f"{here}.{name}", priors, f"{path}.{name}")
             for name, raw in params.items()
         }
         try:
             out.append(cls(**values))
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError) as err:  # range checks, which name the parameter
             raise ConfigError(f"{here} ({cls.__name__}): {err}") from None
     return tuple(out)
 
@@ -161,11 +264,19 @@ def _galaxies(entries: Any, role: str, priors: dict) -> tuple:
         return ()
     if isinstance(entries, dict):
         entries = [entries]
+    if not isinstance(entries, list) or not all(isinstance(t, dict) for t in entries):
+        raise ConfigError(
+            f"{role} = {_show(entries)}: expected [[{role}]] tables, each with [[{role}.mass]] "
+            f"and [[{role}.light]] tables"
+        )
     galaxies = []
     for g, table in enumerate(entries):
-        unknown = set(table) - {"mass", "light"}
+        unknown = sorted(set(table) - {"mass", "light"})
         if unknown:
-            raise ConfigError(f"{role}[{g}]: unknown entries {sorted(unknown)} (mass, light)")
+            raise ConfigError(
+                f"{role}[{g}]: unknown entries {', '.join(unknown)}; a galaxy has mass and "
+                f"light{_suggest(unknown[0], ('mass', 'light'))}"
+            )
         prefix = f"{'lenses' if role == 'lens' else 'sources'}[{g}]"
         light = _profiles(table.get("light", []), "light", f"{role}[{g}].light", prefix, priors)
         mass = _profiles(
@@ -175,35 +286,145 @@ def _galaxies(entries: Any, role: str, priors: dict) -> tuple:
     return tuple(galaxies)
 
 
-def _dataset(table: dict, base: Path) -> Imaging:
+def _dataset(table: Any, base: Path) -> Imaging:
     if not isinstance(table, dict):
-        raise ConfigError("[dataset] must be a table with data, noise_map and psf")
-    missing = {"data", "noise_map", "psf"} - set(table)
+        raise ConfigError(
+            "[dataset] must be a table with data, noise_map and psf (FITS file paths), got "
+            f"{'nothing' if table is None else 'dataset = ' + _show(table)}"
+        )
+    missing = [k for k in ("data", "noise_map", "psf") if k not in table]
     if missing:
-        raise ConfigError(f"[dataset] needs {sorted(missing)} (FITS file paths)")
-    unknown = set(table) - {"data", "noise_map", "psf", "pixel_scale", "sub_size", "mask_radius"}
+        raise ConfigError(f"[dataset] needs {', '.join(missing)} (FITS file paths)")
+    unknown = sorted(set(table) - set(_DATASET_KEYS))
     if unknown:
-        raise ConfigError(f"[dataset]: unknown entries {sorted(unknown)}")
+        raise ConfigError(
+            f"[dataset]: unknown entries {', '.join(unknown)}; allowed: "
+            f"{', '.join(_DATASET_KEYS)}{_suggest(unknown[0], _DATASET_KEYS)}"
+        )
+    for key in ("data", "noise_map", "psf"):
+        if not isinstance(table[key], str):
+            raise ConfigError(
+                f"[dataset].{key} = {_show(table[key])}: expected a FITS file path in quotes"
+            )
+    for key in ("pixel_scale", "mask_radius"):
+        value = table.get(key)
+        if value is not None and not (_is_number(value) and 0 < value < math.inf):
+            raise ConfigError(f"[dataset].{key} = {_show(value)}: expected a number > 0 (arcsec)")
+    sub_size = table.get("sub_size", 4)
+    if not (isinstance(sub_size, int) and not isinstance(sub_size, bool)):
+        raise ConfigError(
+            f"[dataset].sub_size = {_show(sub_size)}: expected a whole number of sub-pixels "
+            "per pixel side, 1 to 64 (-1 to -64: Gauss-Legendre nodes)"
+        )
     paths = {k: str((base / table[k]).expanduser()) for k in ("data", "noise_map", "psf")}
     for key, p in paths.items():
         if not Path(p).is_file():
             raise ConfigError(f"[dataset].{key}: no such file {p}")
-    return Imaging.from_fits(
-        paths["data"],
-        paths["noise_map"],
-        paths["psf"],
-        table.get("pixel_scale"),
-        sub_size=int(table.get("sub_size", 4)),
-        mask_radius=table.get("mask_radius"),
-    )
+    try:
+        return Imaging.from_fits(
+            paths["data"],
+            paths["noise_map"],
+            paths["psf"],
+            None if table.get("pixel_scale") is None else float(table["pixel_scale"]),
+            sub_size=sub_size,
+            mask_radius=table.get("mask_radius"),
+        )
+    except (OSError, TypeError, ValueError) as err:  # unreadable files, shapes, grid checks
+        message = (
+            str(err)
+            .replace("Grid2D.sub_size", "sub_size")
+            .replace("pixel_scale=", "pixel_scale = ")
+            .replace("PSF.kernel", "the psf image")
+        )
+        raise ConfigError(f"[dataset]: {message}") from None
 
 
-def parse_config(data: dict, base: Path | str = ".") -> FitConfig:
-    """A :class:`FitConfig` from the parsed TOML ``data``; file paths relative to ``base``."""
-    base = Path(base)
-    unknown = set(data) - _SECTIONS
+def _search(table: Any, backend: str, n_params: int) -> dict:
+    """The ``[search]`` table, checked by building the search it names: a wrong name, an
+    unknown or out-of-range setting, or a backend the search does not run on stops here,
+    before anything is written or sampled."""
+    if table is None:
+        table = {}
+    if not isinstance(table, dict):
+        raise ConfigError(f'search = {_show(table)}: expected a [search] table with name = "..."')
+    search = dict(table)
+    name = search.setdefault("name", "nautilus")
+    choices = list(SEARCHES)
+    if not isinstance(name, str) or name not in SEARCHES:
+        raise ConfigError(
+            f"[search].name = {_show(name)}: unknown search; choose one of "
+            f"{', '.join(choices)}{_suggest(name, choices)}"
+        )
+    cls = SEARCHES[name]
+    runs_on = _backends_of(name, cls)
+    if backend not in runs_on:
+        others = [n for n, c in SEARCHES.items() if backend in _backends_of(n, c)]
+        raise ConfigError(
+            f"[search].name = {_show(name)} runs on the {' or '.join(runs_on)} backend only, "
+            f"but backend = {_show(backend)}: set backend = {_show(runs_on[0])} at the top of "
+            f"the file, or choose a search that runs on {backend}: {', '.join(others)}"
+        )
+    allowed = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    unknown = [k for k in search if k != "name" and k not in allowed]
     if unknown:
-        raise ConfigError(f"unknown sections {sorted(unknown)}; expected {sorted(_SECTIONS)}")
+        raise ConfigError(
+            f"[search].{unknown[0]} = {_show(search[unknown[0]])}: the {name} search has no "
+            f"setting {unknown[0]!r}; its settings are {', '.join(allowed)}"
+            f"{_suggest(unknown[0], allowed)}"
+        )
+    settings = {k: v for k, v in search.items() if k != "name"}
+    try:
+        built = cls(**settings)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(_search_error(cls, settings, err)) from None
+    if isinstance(built, Emcee) and built.n_walkers < 2 * n_params:
+        # emcee itself refuses this only once the run starts
+        raise ConfigError(
+            f"[search].n_walkers = {built.n_walkers}: emcee needs at least two walkers per free "
+            f"parameter, n_walkers >= {2 * n_params} for this model's {n_params}"
+        )
+    return search
+
+
+def _backends_of(name: str, cls: type) -> tuple[str, ...]:
+    return getattr(cls, "backends", None) or _SEARCH_BACKENDS.get(name, BACKENDS)
+
+
+def _search_error(cls: type, settings: dict, err: Exception) -> str:
+    """A search's range error (``"Nautilus.n_live must be an integer >= 1, got 0"``) in TOML
+    terms: ``[search].n_live = 0: must be an integer >= 1``."""
+    message = str(err).replace("True or False", "true or false")
+    owner, _, rest = message.partition(" ")
+    key = owner.rpartition(".")[2]
+    if owner.startswith(f"{cls.__name__}.") and key in settings:
+        rest = rest.rpartition(", got ")[0] or rest
+        return f"[search].{key} = {_show(settings[key])}: {rest}"
+    return f"[search] ({cls.name}): {message}"  # type: ignore[attr-defined]
+
+
+def parse_config(data: dict, base: Path | str = ".", backend: str | None = None) -> FitConfig:
+    """A :class:`FitConfig` from the parsed TOML ``data``; file paths relative to ``base``.
+
+    ``backend`` (the command line's ``--backend``) replaces the file's, before the search is
+    checked against it. Every mistake raises :class:`ConfigError` naming the TOML entry."""
+    base = Path(base)
+    unknown = sorted(set(data) - set(_SECTIONS))
+    if unknown:
+        raise ConfigError(
+            f"unknown sections {', '.join(unknown)}; expected {', '.join(_SECTIONS)}"
+            f"{_suggest(unknown[0], _SECTIONS)}"
+        )
+    for key in ("title", "output"):
+        if key in data and not isinstance(data[key], str):
+            raise ConfigError(f"{key} = {_show(data[key])}: expected text in quotes")
+    raw_backend = data.get("backend", "numba") if backend is None else backend
+    try:
+        backend = check_backend(raw_backend)
+    except ValueError:
+        raise ConfigError(
+            f"backend = {_show(raw_backend)}: unknown backend; choose one of "
+            f"{', '.join(BACKENDS)}{_suggest(raw_backend, BACKENDS)}"
+        ) from None
     priors: dict[str, Prior] = {}
     lenses = _galaxies(data.get("lens"), "lens", priors)
     sources = _galaxies(data.get("source"), "source", priors)
@@ -212,12 +433,7 @@ def parse_config(data: dict, base: Path | str = ".") -> FitConfig:
     if not priors:
         raise ConfigError("no free parameter: give at least one parameter a prior table")
     model = Model(Tracer(lenses, sources), tuple(priors.items()))
-    search = dict(data.get("search", {}))
-    search.setdefault("name", "nautilus")
-    try:
-        backend = check_backend(data.get("backend", "numba"))
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
+    search = _search(data.get("search"), backend, model.n_params)
     output = Path(data.get("output", "twinlens_fit"))
     return FitConfig(
         dataset=_dataset(data.get("dataset"), base),
@@ -225,12 +441,13 @@ def parse_config(data: dict, base: Path | str = ".") -> FitConfig:
         search=search,
         backend=backend,
         output=output if output.is_absolute() else base / output,
-        title=str(data.get("title", "twinlens fit")),
+        title=data.get("title", "twinlens fit"),
     )
 
 
-def load_config(path: str | Path) -> FitConfig:
-    """Read a TOML configuration file (see the module documentation)."""
+def load_config(path: str | Path, backend: str | None = None) -> FitConfig:
+    """Read a TOML configuration file (see the module documentation); ``backend`` replaces
+    the file's (see :func:`parse_config`)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"no such configuration file: {path}")
@@ -238,4 +455,4 @@ def load_config(path: str | Path) -> FitConfig:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: not valid TOML: {err}") from None
-    return parse_config(data, path.parent)
+    return parse_config(data, path.parent, backend)
