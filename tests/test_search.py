@@ -10,6 +10,7 @@ model.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -157,11 +158,12 @@ def test_nautilus_same_seed_same_samples(nautilus_reference, tmp_path):
 
 
 def test_nautilus_resumes_a_killed_run_losing_nothing(nautilus_reference, tmp_path):
-    # killed in the exploration, after several bounds were built: nautilus checkpoints every
-    # batch (and its random state), so the resumed run is the uninterrupted one, bit for bit
+    # killed in the exploration, after several bounds were built: committing the checkpoint
+    # after every batch (and its random state), the resumed run is the uninterrupted one, bit
+    # for bit
     toy = GaussianToy(kill_after=1450)
     with pytest.raises(KeyboardInterrupt):
-        NAUTILUS.run(toy, output_dir=tmp_path)
+        dataclasses.replace(NAUTILUS, checkpoint_every=0.0).run(toy, output_dir=tmp_path)
     assert (tmp_path / "nautilus.hdf5").exists()
     resumed_toy = GaussianToy()
     resumed = NAUTILUS.run(resumed_toy, output_dir=tmp_path)
@@ -189,21 +191,25 @@ def test_nautilus_stops_at_n_like_max_and_refuses_other_settings_on_resume(tmp_p
 
 
 def test_nautilus_falls_back_to_the_backup_of_an_unreadable_checkpoint(tmp_path):
-    search = Nautilus(n_live=300, seed=3, n_like_max=200)
-    search.run(GaussianToy(), tmp_path)
-    assert not (tmp_path / "nautilus.backup.hdf5").exists()  # nothing to back up yet
+    every_batch = Nautilus(n_live=300, seed=3, n_like_max=200, checkpoint_every=0.0)
+    every_batch.run(GaussianToy(), tmp_path)  # commits at 100 and 200 evaluations
+    assert (tmp_path / "nautilus.backup.hdf5").exists()  # the 100-evaluation state
+    assert not (tmp_path / "nautilus.work.hdf5").exists()  # removed after the last commit
     longer = Nautilus(n_live=300, seed=3, n_like_max=300)
-    longer.run(GaussianToy(), tmp_path)  # resumes, keeping a backup of the 200-point state
-    assert (tmp_path / "nautilus.backup.hdf5").exists()
-    (tmp_path / "nautilus.hdf5").write_bytes(b"killed mid-write")
+    # the checkpoint is only ever replaced by a rename, so only a damaged disk (or a hand)
+    # breaks it; the backup is then used
+    (tmp_path / "nautilus.hdf5").write_bytes(b"damaged")
     toy = GaussianToy()
     with pytest.warns(RuntimeWarning, match="backup"):
         result = longer.run(toy, tmp_path)
-    assert result.n_evaluations == 300 and toy.calls == 100  # from 200, not from scratch
-    (tmp_path / "nautilus.hdf5").write_bytes(b"killed mid-write")
+    assert result.n_evaluations == 300 and toy.calls == 200  # from 100, not from scratch
+    (tmp_path / "nautilus.hdf5").write_bytes(b"damaged")
     (tmp_path / "nautilus.backup.hdf5").unlink()
     with pytest.raises(ValueError, match="unreadable and has no backup"):
         longer.run(GaussianToy(), tmp_path)
+    # restart discards it and starts afresh
+    fresh = longer.run(GaussianToy(), tmp_path, restart=True)
+    assert fresh.n_evaluations == 300 and not fresh.info["resumed"]
 
 
 # -- emcee ---------------------------------------------------------------------------------
@@ -240,7 +246,7 @@ def test_emcee_same_seed_same_chain(emcee_reference):
 
 
 def test_emcee_resumes_a_killed_run_to_the_same_chain(tmp_path):
-    search = Emcee(n_walkers=8, n_steps=300, seed=2)
+    search = Emcee(n_walkers=8, n_steps=300, seed=2, checkpoint_every=0.0)
     uninterrupted = search.run(GaussianToy())
     with pytest.raises(KeyboardInterrupt):
         search.run(GaussianToy(kill_after=8 * 120), output_dir=tmp_path)
@@ -252,8 +258,8 @@ def test_emcee_resumes_a_killed_run_to_the_same_chain(tmp_path):
     assert resumed.info["n_steps"] == 300
     # the random state is stored with every step: the chain continues exactly
     np.testing.assert_array_equal(resumed.samples, uninterrupted.samples)
-    # a longer run extends the stored chain
-    longer = Emcee(n_walkers=8, n_steps=400, seed=2)
+    # a longer run extends the stored chain (committing only at its end)
+    longer = Emcee(n_walkers=8, n_steps=400, seed=2, checkpoint_every=math.inf)
     extended = longer.run(GaussianToy(), output_dir=tmp_path)
     np.testing.assert_array_equal(extended.samples, longer.run(GaussianToy()).samples)
     # that run kept a backup of the 300-step chain; a checkpoint broken by a kill mid-write
@@ -263,7 +269,7 @@ def test_emcee_resumes_a_killed_run_to_the_same_chain(tmp_path):
         restored = longer.run(GaussianToy(), output_dir=tmp_path)
     assert restored.info["resumed_from_step"] == 300
     np.testing.assert_array_equal(restored.samples, extended.samples)
-    with pytest.raises(ValueError, match=r"\(walkers, parameters\) = \(8, 2\)"):
+    with pytest.raises(ValueError, match=r"n_walkers: 8 then, 10 now"):
         Emcee(n_walkers=10, n_steps=400, seed=2).run(GaussianToy(), output_dir=tmp_path)
 
 

@@ -45,15 +45,23 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     from twinlens.job import run_fit
     from twinlens.job.config import ConfigError, load_config
+    from twinlens.search import SEARCHES
+    from twinlens.search.checkpoint import CheckpointMismatch
+    from twinlens.search.stopping import EXIT_STOPPED, SearchStopped
 
     if args.example == (args.config is not None):
-        print("give a configuration file, or --example (not both)", file=sys.stderr)
-        return 2
+        return _usage_error("give a configuration file, or --example (not both)")
+    if args.quick and not args.example:
+        return _usage_error(
+            "--quick applies to --example only; set the search's settings in the file's "
+            "[search] table (see docs/searches.rst)"
+        )
     truths = None
     if args.example:
         from twinlens.job import example
 
-        folder = Path(args.output or "twinlens_example")
+        # in the home folder, not the working directory (a clone would gain an untracked one)
+        folder = Path(args.output) if args.output else Path.home() / "twinlens_example"
         settings = example.QUICK_SEARCH if args.quick else example.EXAMPLE_SEARCH
         search = {"name": "nautilus", **settings, "seed": args.seed}
         config_path = example.write_example(
@@ -69,15 +77,47 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     try:
         config = load_config(config_path)
     except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        return _usage_error(str(err))
     if args.backend:
         config.backend = args.backend
+    allowed = SEARCHES[config.search["name"]].backends
+    if config.backend not in allowed:
+        return _usage_error(
+            f"the {config.search['name']} search runs on {' or '.join(allowed)}, not on "
+            f"{config.backend} (--backend / the file's backend)"
+        )
     if args.example:
         truths = [example.TRUTH[p] for p in config.model.paths]
-    output = Path(args.output) / "fit_output" if args.example and args.output else None
-    run_fit(config, output=output, progress=not args.quiet, truths=truths)
+        output = folder / "fit_output"
+    else:
+        output = Path(args.output) if args.output else None
+    try:
+        run_fit(
+            config,
+            output=output,
+            progress=not args.quiet,
+            truths=truths,
+            restart=args.restart,
+            hard_exit=True,
+        )
+    except CheckpointMismatch as err:
+        return _usage_error(str(err))
+    except SearchStopped as stop:
+        print(f"twinlens: {stop}", file=sys.stderr)
+        return EXIT_STOPPED
+    except KeyboardInterrupt:
+        print(
+            "twinlens: interrupted outside the search; the search's checkpoint (if any) is "
+            "complete: run the same command again to finish",
+            file=sys.stderr,
+        )
+        return 130
     return 0
+
+
+def _usage_error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -123,7 +163,15 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--example", action="store_true", help="simulate the built-in lens and fit it")
     f.add_argument("--quick", action="store_true", help="with --example: fewer live points")
     f.add_argument("--backend", choices=("numba", "jax"), help="override the file's backend")
-    f.add_argument("--output", help="output folder (default: the file's, or twinlens_example)")
+    f.add_argument(
+        "--output",
+        help="output folder (default: the file's `output`, or ~/twinlens_example for --example)",
+    )
+    f.add_argument(
+        "--restart",
+        action="store_true",
+        help="discard the output folder's checkpoint and start the search afresh",
+    )
     f.add_argument("--seed", type=int, default=1, help="with --example: noise and search seed")
     f.add_argument("--quiet", action="store_true", help="no progress output")
     f.set_defaults(func=_cmd_fit)

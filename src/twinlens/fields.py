@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import hashlib
 import inspect
 import sys
 from typing import Any, ClassVar
@@ -54,6 +55,7 @@ __all__ = [
     "combine_static",
     "partition_static",
     "static_field",
+    "value_digest",
     "value_key",
 ]
 
@@ -171,6 +173,31 @@ def value_key(value: Any, name: str = "value") -> Any:
         f"{name} has type {cls.__name__}, which does not compare by value; use numbers, "
         "strings, tuples, numpy arrays or value-identity objects"
     )
+
+
+def _feed(hasher: Any, key: Any) -> None:
+    """Feed a value key (nested tuples ending in bytes and small reprs) to ``hasher``."""
+    if isinstance(key, tuple):
+        hasher.update(b"(%d" % len(key))
+        for item in key:
+            _feed(hasher, item)
+        hasher.update(b")")
+    elif isinstance(key, bytes):
+        hasher.update(b"b%d:" % len(key))
+        hasher.update(key)
+    else:
+        text = repr(key).encode()
+        hasher.update(b"r%d:" % len(text))
+        hasher.update(text)
+
+
+def value_digest(value: Any, name: str = "value", size: int = 16) -> bytes:
+    """A digest of ``value``'s value key that is the same in every process (unlike ``hash``,
+    which Python salts per process for strings): equal values give equal digests, so a file
+    written by one run can say what it was computed from."""
+    hasher = hashlib.blake2b(digest_size=size)
+    _feed(hasher, value_key(value, name))
+    return hasher.digest()
 
 
 # --------------------------------------------------------------------------------------------

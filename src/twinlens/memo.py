@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend.concrete import Batched, is_concrete, is_jax_array
-from twinlens.fields import ValueIdentity, value_key
+from twinlens.fields import ValueIdentity, value_digest, value_key
 
 __all__ = [
     "ENV_MAX_MB",
@@ -223,22 +223,6 @@ def _array_fingerprint(a: Any) -> tuple | None:
     return _remember(a, fingerprint) if immutable else fingerprint
 
 
-def _feed(hasher: Any, key: Any) -> None:
-    """Feed a value key (nested tuples ending in bytes and small reprs) to ``hasher``."""
-    if isinstance(key, tuple):
-        hasher.update(b"(%d" % len(key))
-        for item in key:
-            _feed(hasher, item)
-        hasher.update(b")")
-    elif isinstance(key, bytes):
-        hasher.update(b"b%d:" % len(key))
-        hasher.update(key)
-    else:
-        text = repr(key).encode()
-        hasher.update(b"r%d:" % len(text))
-        hasher.update(text)
-
-
 def _recalled_fingerprint(owner: Any) -> tuple | None:
     cached = _FINGERPRINTS.get(id(owner))
     return cached[1] if cached is not None and cached[0]() is owner else None
@@ -248,9 +232,7 @@ def _object_fingerprint(grid: ValueIdentity) -> tuple:
     cached = _recalled_fingerprint(grid)
     if cached is not None:
         return cached
-    hasher = hashlib.blake2b(digest_size=16)
-    _feed(hasher, grid._value_key())
-    return _remember(grid, (type(grid).__name__, hasher.digest()))
+    return _remember(grid, (type(grid).__name__, value_digest(grid)))
 
 
 def _remember(owner: Any, fingerprint: tuple) -> tuple:

@@ -7,9 +7,12 @@ result; ``twinlens fit --example`` first writes the built-in example
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 __all__ = ["run_fit"]
 
@@ -21,15 +24,25 @@ def run_fit(
     progress: bool = True,
     plot: bool = True,
     truths: Any = None,
+    restart: bool = False,
+    hard_exit: bool = False,
 ) -> dict[str, Path]:
     """Fit ``config`` (a :class:`~twinlens.job.config.FitConfig`) and write its results to
-    ``output`` (default ``config.output``); returns the written files by name. A search that
-    checkpoints resumes from the folder's checkpoint when one exists."""
+    ``output`` (default ``config.output``); returns the written files by name.
+
+    A search that checkpoints (nautilus, emcee) resumes from the folder's checkpoint when it
+    belongs to the same run, and refuses one of a differently defined run
+    (:class:`~twinlens.search.checkpoint.CheckpointMismatch`, naming what changed) unless
+    ``restart``. While it runs, a first SIGINT or SIGTERM stops it after the batch in flight
+    with its checkpoint written (:class:`~twinlens.search.stopping.SearchStopped` is raised);
+    a second stops at once (``hard_exit``: the process exits, as the command line does;
+    otherwise ``KeyboardInterrupt``).
+    """
     from twinlens.job.results import write_results
     from twinlens.search import Objective, search_from_config
+    from twinlens.search.stopping import stop_on_signals
 
     folder = Path(output) if output is not None else Path(config.output)
-    folder.mkdir(parents=True, exist_ok=True)
     search = search_from_config(**config.search)
     objective = Objective.build(config.model, config.dataset, config.backend)
     if progress:
@@ -39,11 +52,38 @@ def run_fit(
             f"on {config.backend}; results in {folder}",
             flush=True,
         )
+    folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    result = search.run(objective, folder, progress)
+    if search.checkpoints:  # the gradient searches compile their own programs
+        _warm_up(objective, search, progress)
+    stoppable = stop_on_signals(hard_exit) if search.checkpoints else contextlib.nullcontext()
+    with stoppable:
+        result = search.run(objective, folder, progress, restart=restart)
     result.info.setdefault("wall_time_s", time.perf_counter() - start)
+    if progress:
+        print("writing the results: summary, samples, FITS images, plots, COOLEST", flush=True)
     files = write_results(config, result, folder, truths=truths, plot=plot)
     if progress:
         print(f"done in {time.perf_counter() - start:.0f} s; summary: {files['summary']}")
         print(files["summary"].read_text())
     return files
+
+
+def _warm_up(objective: Any, search: Any, progress: bool) -> None:
+    """Compile the likelihood before sampling, saying so (numba compiles on first use and
+    caches on disk: minutes on a machine's first run, a second after), and check that the
+    starting vector gives a finite ``log L``."""
+    rows = getattr(search, "n_batch", None) or getattr(search, "n_walkers", None) or 100
+    if progress:
+        print(f"compiling the likelihood on {objective.backend} (cached after the first run)")
+    began = time.perf_counter()
+    start = np.broadcast_to(np.asarray(objective.start, dtype=float), (rows, objective.n_params))
+    log_l = float(np.asarray(objective.log_likelihood(np.array(start)))[0])
+    if progress:
+        print(f"compiled in {time.perf_counter() - began:.1f} s; log L at the start {log_l:.2f}")
+    if not np.isfinite(log_l):
+        print(
+            "warning: the starting values give log L = -inf (outside a profile's valid range); "
+            "the search can still run, but check the configuration's start values",
+            flush=True,
+        )

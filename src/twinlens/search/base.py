@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import shutil
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -26,6 +23,7 @@ import numpy as np
 
 from twinlens.backend import resolve_backend
 from twinlens.batch.likelihood import ImagingLikelihood
+from twinlens.fields import value_digest
 from twinlens.model.model import Model
 
 __all__ = [
@@ -39,7 +37,6 @@ __all__ = [
     "prior_and_likelihood",
     "register",
     "require",
-    "restore_or_backup",
     "search_from_config",
 ]
 
@@ -68,23 +65,6 @@ def hdf5_checkpoint_readable(path: Path, search: str, group: str, attribute: str
             return group in f and attribute in f[group].attrs
     except OSError:
         return False
-
-
-def restore_or_backup(checkpoint: Path, backup: Path, readable: Callable[[Path], bool]) -> None:
-    """Before a run that may resume from ``checkpoint``: if it is missing or unreadable (a kill
-    while it was written) but ``backup`` is readable, restore the backup, with a warning;
-    then, if the checkpoint is readable, refresh the backup from it. The backup costs one
-    copy per run, and bounds what a kill during a write can lose to that run's progress."""
-    if not readable(checkpoint) and readable(backup):
-        warnings.warn(
-            f"{checkpoint} is missing or unreadable (a run killed while writing it?); resuming "
-            f"from the backup {backup}",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        shutil.copyfile(backup, checkpoint)
-    if readable(checkpoint):
-        shutil.copyfile(checkpoint, backup)
 
 
 # -- the objective ---------------------------------------------------------------------------
@@ -193,6 +173,28 @@ class Objective:
         """``log L`` of one vector as a JAX-traceable function (jit-, vmap- and grad-able;
         ``-inf`` outside the valid ranges)."""
         return self.likelihood._single_jax(vector)
+
+    def fingerprint(self) -> dict[str, str]:
+        """What defines this objective, part by part, as text that is the same in every
+        process: digests of the data, noise map, PSF, grid (mask, pixel scale, sub-pixels)
+        and model (profiles with their fixed and starting values), and each free parameter's
+        prior in words. The backend is not part of it: both give the same ``log L``, so a
+        run may resume on the other one."""
+        dataset = self.likelihood.dataset
+        parts = {
+            "free parameters": ", ".join(self.paths),
+            "data": dataset.data,
+            "noise map": dataset.noise_map,
+            "PSF": dataset.psf,
+            "mask and grid": dataset.grid,
+            "model": self.model.tracer,
+        }
+        record = {
+            key: value if isinstance(value, str) else value_digest(value, key).hex()
+            for key, value in parts.items()
+        }
+        record.update({f"prior of {path}": repr(prior) for path, prior in self.model.priors})
+        return record
 
 
 def prior_and_likelihood(objective: ObjectiveLike, vectors: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -305,12 +307,23 @@ class Search:
     """
 
     name: ClassVar[str] = ""
+    #: whether the search checkpoints into its output folder and stops at a safe point on
+    #: request (:mod:`twinlens.search.stopping`)
+    checkpoints: ClassVar[bool] = False
+    #: the backends the search runs on
+    backends: ClassVar[tuple[str, ...]] = ("numba", "jax", "numpy")
 
     def run(
-        self, objective: ObjectiveLike, output_dir: Path | None = None, progress: bool = False
+        self,
+        objective: ObjectiveLike,
+        output_dir: Path | None = None,
+        progress: bool = False,
+        restart: bool = False,
     ) -> SearchResult:
         """Run the search on ``objective``; checkpoint into ``output_dir`` where the search
-        can (and resume from a checkpoint found there); print progress if ``progress``."""
+        can, and resume from a checkpoint found there when it belongs to the same run (else
+        refuse, naming what changed; ``restart`` discards it); print progress if
+        ``progress``."""
         raise NotImplementedError
 
     def settings(self) -> dict[str, Any]:

@@ -7,9 +7,10 @@ continues from its last stored step.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -24,13 +25,12 @@ from twinlens.search.base import (
     prior_and_likelihood,
     register,
     require,
-    restore_or_backup,
 )
+from twinlens.search.checkpoint import CheckpointFiles, objective_record
+from twinlens.search.stopping import SearchStopped, raise_if_aborted, stop_requested
 
 __all__ = ["Emcee"]
 
-CHECKPOINT = "emcee.hdf5"
-BACKUP = "emcee.backup.hdf5"
 # rounds of redrawing starting walkers that fall outside the priors or the valid ranges
 _INIT_ROUNDS = 100
 
@@ -54,21 +54,35 @@ class Emcee(Search):
         Radius of the starting ball around the objective's ``start``, per parameter, as a
         fraction of the prior's central 68% half-width.
 
+    checkpoint_every : float >= 0, default 10
+        Seconds between checkpoint commits (0: after every step); a run killed outright
+        (SIGKILL, a node failure) loses at most this much work.
+
     Notes
     -----
-    With an ``output_dir`` the chain is stored in ``output_dir / "emcee.hdf5"`` after every
-    step (emcee's ``HDFBackend``, which also stores the random state); a later run continues
-    from the last stored step up to ``n_steps``, and gives the same chain as an uninterrupted
-    run; a stored chain longer than ``n_steps`` is used whole. A kill loses at most the step
-    in flight. Before each run a copy of the checkpoint is kept (``emcee.backup.hdf5``), and
-    used if a kill left the checkpoint unreadable.
+    With an ``output_dir`` emcee stores the chain and its random state in
+    ``emcee.work.hdf5`` after every step (its ``HDFBackend``), and at least every
+    ``checkpoint_every`` seconds, at the end and on a stop request that file becomes the
+    checkpoint ``emcee.hdf5`` by an atomic rename, the previous one kept as
+    ``emcee.backup.hdf5`` (:mod:`twinlens.search.checkpoint`). ``emcee.json`` records what
+    defines the chain (walkers, seed, starting ball, and the objective's fingerprint: model,
+    priors, data, noise, PSF, mask). A later run into the same folder continues from the last
+    committed step up to ``n_steps`` and gives the same chain as an uninterrupted run; a
+    stored chain longer than ``n_steps`` is used whole; a differently defined run is refused,
+    naming what changed, unless ``restart=True``. Inside
+    :func:`~twinlens.search.stopping.stop_on_signals` a first SIGINT or SIGTERM stops the
+    chain after the step in flight, with the checkpoint written, by raising
+    :class:`~twinlens.search.stopping.SearchStopped`.
     """
+
+    checkpoints: ClassVar[bool] = True
 
     n_walkers: int = 32
     n_steps: int = 5000
     burn_in: float = 0.3
     seed: int = 0
     init_scale: float = 1e-3
+    checkpoint_every: float = 10.0
 
     def __post_init__(self) -> None:
         check_int("Emcee", "n_walkers", self.n_walkers, 2)
@@ -76,9 +90,14 @@ class Emcee(Search):
         check_float("Emcee", "burn_in", self.burn_in, 0.0, 1.0, closed="lower")
         check_seed("Emcee", self.seed)
         check_float("Emcee", "init_scale", self.init_scale, 0.0, np.inf)
+        check_float("Emcee", "checkpoint_every", self.checkpoint_every, 0.0, np.inf, closed="both")
 
     def run(
-        self, objective: ObjectiveLike, output_dir: Path | None = None, progress: bool = False
+        self,
+        objective: ObjectiveLike,
+        output_dir: Path | None = None,
+        progress: bool = False,
+        restart: bool = False,
     ) -> SearchResult:
         """Run (or continue) the chain on ``objective``.
 
@@ -100,30 +119,32 @@ class Emcee(Search):
 
         def log_probability(x: np.ndarray) -> np.ndarray:
             # log L rides along as a blob, so the samples keep theirs
+            raise_if_aborted()
             log_prior, log_l = prior_and_likelihood(objective, x)
             post = np.where(np.isfinite(log_l), log_prior + log_l, -np.inf)
             return np.column_stack([post, log_l])
 
-        backend = None
+        files, backend = None, None
         if output_dir is not None:
             require("h5py", "emcee")
-            Path(output_dir).mkdir(parents=True, exist_ok=True)
-            checkpoint = Path(output_dir) / CHECKPOINT
-            restore_or_backup(checkpoint, Path(output_dir) / BACKUP, _readable)
-            if checkpoint.exists() and not _readable(checkpoint):
-                raise ValueError(
-                    f"the emcee checkpoint {checkpoint} is unreadable and has no backup; "
-                    "delete it to start afresh"
-                )
-            backend = emcee.backends.HDFBackend(str(checkpoint))
+            files = CheckpointFiles(Path(output_dir), "emcee", _readable)
+            record = {
+                "search": self.name,
+                "n_walkers": self.n_walkers,
+                "seed": self.seed,
+                "init_scale": self.init_scale,
+                **objective_record(objective),
+            }
+            files.prepare(record, restart)
+            backend = emcee.backends.HDFBackend(str(files.work))
         done = 0
         if backend is not None and backend.initialized:
             stored = tuple(map(int, backend.shape))
-            if stored != (self.n_walkers, d):
+            if stored != (self.n_walkers, d):  # the record matched, so only a foreign file
                 raise ValueError(
                     f"cannot resume the emcee chain in {output_dir}: it has (walkers, "
-                    f"parameters) = {stored}, this run {(self.n_walkers, d)}; pass the same "
-                    "settings, or use a new output directory"
+                    f"parameters) = {stored}, this run {(self.n_walkers, d)}; rerun with "
+                    "--restart (restart=True), or use a new output directory"
                 )
             done = backend.iteration
         sampler = emcee.EnsembleSampler(
@@ -140,9 +161,12 @@ class Emcee(Search):
                 # emcee draws from a legacy RandomState; seed it from the same seed
                 random_state = np.random.RandomState(self.seed).get_state()
                 state = emcee.State(coords, log_prob=post, blobs=blob, random_state=random_state)
-            self._advance(sampler, state, remaining, done, progress)
-
-        return self._result(sampler, objective, done)
+            self._advance(sampler, state, remaining, done, progress, files)
+        result = self._result(sampler, objective, done)  # read from the work file
+        if files is not None:
+            files.commit()
+            files.finish()
+        return result
 
     def _starting_ball(
         self, objective: ObjectiveLike, log_probability: Any, rng: np.random.Generator
@@ -171,7 +195,17 @@ class Emcee(Search):
             "that the start lies inside the priors and gives a finite likelihood"
         )
 
-    def _advance(self, sampler: Any, state: Any, remaining: int, done: int, progress: bool) -> None:
+    def _advance(
+        self,
+        sampler: Any,
+        state: Any,
+        remaining: int,
+        done: int,
+        progress: bool,
+        files: CheckpointFiles | None,
+    ) -> None:
+        """Step the chain; between steps the work file is consistent, so that is where the
+        checkpoint is committed and a stop request is honoured."""
         try:
             import tqdm  # noqa: F401  (emcee's own progress bar needs it)
 
@@ -179,12 +213,26 @@ class Emcee(Search):
         except ImportError:
             bar = False
         every = max(1, self.n_steps // 20)
+        last_commit = time.monotonic()
         for i, _ in enumerate(
             sampler.sample(state, iterations=remaining, progress=bar), start=done + 1
         ):
             if progress and not bar and (i % every == 0 or i == self.n_steps):
                 rate = float(np.mean(sampler.acceptance_fraction))
                 print(f"emcee: step {i}/{self.n_steps}, acceptance {rate:.2f}", flush=True)
+            if files is not None and time.monotonic() - last_commit >= self.checkpoint_every:
+                files.commit()
+                last_commit = time.monotonic()
+            signal_name = stop_requested()
+            if signal_name is not None and i < self.n_steps:
+                if files is not None:
+                    files.commit()
+                raise SearchStopped(
+                    "emcee",
+                    signal_name,
+                    None if files is None else files.checkpoint,
+                    i * self.n_walkers,
+                )
 
     def _result(self, sampler: Any, objective: ObjectiveLike, resumed_from: int) -> SearchResult:
         n_iter = sampler.iteration

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -119,6 +119,8 @@ class MaximumPosterior(Search):
     loses to the others.
     """
 
+    backends: ClassVar[tuple[str, ...]] = ("jax",)
+
     n_starts: int = 8
     n_steps: int = 1000
     learning_rate: float = 0.05
@@ -131,7 +133,11 @@ class MaximumPosterior(Search):
         check_seed("MaximumPosterior", self.seed)
 
     def run(
-        self, objective: ObjectiveLike, output_dir: Path | None = None, progress: bool = False
+        self,
+        objective: ObjectiveLike,
+        output_dir: Path | None = None,
+        progress: bool = False,
+        restart: bool = False,
     ) -> SearchResult:
         """Optimise from every start; ``output_dir`` is not used (no checkpoints).
 
@@ -260,6 +266,8 @@ class NUTS(Search):
     JAX backend only. No checkpoints (blackjax has none).
     """
 
+    backends: ClassVar[tuple[str, ...]] = ("jax",)
+
     n_warmup: int = 1000
     n_samples: int = 1000
     n_chains: int = 1
@@ -274,7 +282,11 @@ class NUTS(Search):
         check_float("NUTS", "target_acceptance_rate", self.target_acceptance_rate, 0.0, 1.0)
 
     def run(
-        self, objective: ObjectiveLike, output_dir: Path | None = None, progress: bool = False
+        self,
+        objective: ObjectiveLike,
+        output_dir: Path | None = None,
+        progress: bool = False,
+        restart: bool = False,
     ) -> SearchResult:
         """Adapt and sample every chain; ``output_dir`` is not used (no checkpoints).
 

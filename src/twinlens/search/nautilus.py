@@ -8,10 +8,10 @@ batch in one call (chunked over numba threads or one JAX program).
 
 from __future__ import annotations
 
-import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -26,14 +26,11 @@ from twinlens.search.base import (
     hdf5_checkpoint_readable,
     register,
     require,
-    restore_or_backup,
 )
+from twinlens.search.checkpoint import CheckpointFiles, objective_record
+from twinlens.search.stopping import SearchStopped, raise_if_aborted, stop_requested
 
 __all__ = ["Nautilus"]
-
-CHECKPOINT = "nautilus.hdf5"
-BACKUP = "nautilus.backup.hdf5"
-SETTINGS = "nautilus.json"
 
 
 @register("nautilus")
@@ -60,19 +57,31 @@ class Nautilus(Search):
     n_like_max : int or None, default None
         Stop after this many likelihood evaluations in total (resumed runs included); the
         result then has ``info["converged"] = False``.
+    checkpoint_every : float >= 0, default 10
+        Seconds between checkpoint commits (0: after every batch); a run killed outright
+        (SIGKILL, a node failure) loses at most this much work.
 
     Notes
     -----
-    With an ``output_dir`` the sampler checkpoints to ``output_dir / "nautilus.hdf5"`` after
-    every batch, and a later run with the same settings resumes from it: a killed run loses at
-    most the batch in flight. nautilus does not store its constructor settings (``n_live``,
-    ``n_batch``) in the checkpoint, so they are kept beside it in ``nautilus.json`` and a
-    resume with different ones is refused. Before each run a copy of the checkpoint is kept
-    (``nautilus.backup.hdf5``), and used if a kill left the checkpoint unreadable (nautilus
-    rewrites the whole file whenever it adds a bound).
+    With an ``output_dir`` nautilus writes its state into ``nautilus.work.hdf5`` after every
+    batch, and at least every ``checkpoint_every`` seconds, at the end and on a stop request,
+    that file becomes the checkpoint ``nautilus.hdf5`` by an atomic rename, the previous one
+    kept as ``nautilus.backup.hdf5`` (:mod:`twinlens.search.checkpoint`). ``nautilus.json``
+    records what defines the run: ``n_live``, ``n_batch`` and ``seed`` (nautilus does not
+    store them itself) and the objective's fingerprint (model, priors, data, noise, PSF,
+    mask). A later run into the same folder resumes when they match, giving the samples of an
+    uninterrupted run; when they differ it is refused, naming what changed, unless
+    ``restart=True``. ``n_eff``, ``f_live`` and ``n_like_max`` may change between runs: a
+    finished run asked for more samples goes on from where it stopped.
+
+    Inside :func:`~twinlens.search.stopping.stop_on_signals` (as ``twinlens fit`` runs it) a
+    first SIGINT or SIGTERM stops the run after the batch in flight, with the checkpoint
+    written, by raising :class:`~twinlens.search.stopping.SearchStopped`.
 
     nautilus gives no error estimate of ``log Z``: ``log_evidence_error`` is None.
     """
+
+    checkpoints: ClassVar[bool] = True
 
     n_live: int = 2000
     n_eff: float = 10000
@@ -81,6 +90,7 @@ class Nautilus(Search):
     discard_exploration: bool = False
     n_batch: int | None = None
     n_like_max: int | None = None
+    checkpoint_every: float = 10.0
 
     def __post_init__(self) -> None:
         check_int("Nautilus", "n_live", self.n_live, 1)
@@ -92,9 +102,16 @@ class Nautilus(Search):
             check_int("Nautilus", "n_batch", self.n_batch, 1)
         if self.n_like_max is not None:
             check_int("Nautilus", "n_like_max", self.n_like_max, 1)
+        check_float(
+            "Nautilus", "checkpoint_every", self.checkpoint_every, 0.0, np.inf, closed="both"
+        )
 
     def run(
-        self, objective: ObjectiveLike, output_dir: Path | None = None, progress: bool = False
+        self,
+        objective: ObjectiveLike,
+        output_dir: Path | None = None,
+        progress: bool = False,
+        restart: bool = False,
     ) -> SearchResult:
         """Sample the posterior of ``objective`` (see the class notes on checkpoints).
 
@@ -104,6 +121,14 @@ class Nautilus(Search):
             Equal-weight samples, ``log Z`` (no error estimate), and in ``info``: the
             effective sample size, whether the run converged, and the weighted posterior
             (``weighted_samples``, ``log_weights``, ``weighted_log_likelihood``).
+
+        Raises
+        ------
+        SearchStopped
+            When a stop was requested (:func:`~twinlens.search.stopping.stop_on_signals`);
+            the checkpoint then holds every finished batch.
+        CheckpointMismatch
+            When ``output_dir`` holds a checkpoint of a differently defined run.
         """
         nautilus = require("nautilus", "nautilus")
         d = objective.n_params
@@ -112,13 +137,17 @@ class Nautilus(Search):
             return np.asarray(objective.from_unit(u), dtype=float)
 
         def likelihood(x: np.ndarray) -> np.ndarray:
+            raise_if_aborted()
             log_l = np.array(objective.log_likelihood(x), dtype=float).reshape(-1)
             log_l[np.isnan(log_l)] = -np.inf  # a NaN would poison the shells' evidence
             return log_l
 
-        filepath, resumed = None, False
+        files, resumed = None, False
         if output_dir is not None:
-            filepath, resumed = self._prepare_checkpoint(Path(output_dir), objective.paths)
+            require("h5py", "nautilus")
+            files = CheckpointFiles(Path(output_dir), "nautilus", _readable)
+            record = {**self._identity(), **objective_record(objective)}
+            resumed = files.prepare(record, restart)
 
         sampler = nautilus.Sampler(
             prior,
@@ -128,16 +157,10 @@ class Nautilus(Search):
             n_batch=self.n_batch,
             vectorized=True,
             seed=self.seed,
-            filepath=filepath,
+            filepath=None if files is None else files.work,
             resume=True,
         )
-        success = sampler.run(
-            f_live=self.f_live,
-            n_eff=self.n_eff,
-            n_like_max=np.inf if self.n_like_max is None else self.n_like_max,
-            discard_exploration=self.discard_exploration,
-            verbose=bool(progress),
-        )
+        success = self._sample(sampler, files, progress, resumed)
 
         points, log_w, log_l = sampler.posterior()
         best = int(np.argmax(log_l))
@@ -149,7 +172,7 @@ class Nautilus(Search):
             "n_live": self.n_live,
             "n_shells": len(sampler.bounds),
             "resumed": resumed,
-            "checkpoint": None if filepath is None else str(filepath),
+            "checkpoint": None if files is None else str(files.checkpoint),
             "weighted_samples": np.asarray(points),
             "log_weights": np.asarray(log_w),
             "weighted_log_likelihood": np.asarray(log_l),
@@ -168,42 +191,102 @@ class Nautilus(Search):
             info=info,
         )
 
-    # -- checkpoints -------------------------------------------------------------------------
-
-    def _prepare_checkpoint(self, output_dir: Path, paths: tuple[str, ...]) -> tuple[Path, bool]:
-        """The checkpoint's path, and whether a run resumes from it: check the settings
-        against the stored ones, restore the backup if the checkpoint is unreadable, and
-        keep a fresh backup."""
-        output_dir.mkdir(parents=True, exist_ok=True)
-        checkpoint, backup, record = (output_dir / n for n in (CHECKPOINT, BACKUP, SETTINGS))
-        # what the checkpoint depends on; n_eff, f_live and the rest may change between runs
-        settings = {
-            "paths": list(paths),
+    def _identity(self) -> dict[str, Any]:
+        """The settings that shape the samples; ``n_eff``, ``f_live`` and the rest may change
+        between runs (nautilus does not store ``n_live`` and ``n_batch`` itself)."""
+        return {
+            "search": self.name,
             "n_live": self.n_live,
             "n_batch": self.n_batch,
             "seed": self.seed,
         }
-        restore_or_backup(checkpoint, backup, _readable)
-        if checkpoint.exists():
-            if not _readable(checkpoint):
-                raise ValueError(
-                    f"the nautilus checkpoint {checkpoint} is unreadable and has no backup; "
-                    "delete it to start afresh"
+
+    def _sample(
+        self, sampler: Any, files: CheckpointFiles | None, progress: bool, resumed: bool
+    ) -> bool:
+        """Run the sampler one batch at a time (nautilus's own loop, cut at its batch
+        boundaries with ``n_like_max``, so the samples are those of one uninterrupted call):
+        between batches the work file is consistent, so that is where the checkpoint is
+        committed and a stop request is honoured."""
+        limit = np.inf if self.n_like_max is None else self.n_like_max
+        reporter = _Progress(sampler, self.n_eff, progress, resumed)
+        last_commit = time.monotonic()
+        while True:
+            success = sampler.run(
+                f_live=self.f_live,
+                n_eff=self.n_eff,
+                n_like_max=min(limit, sampler.n_like + 1),
+                discard_exploration=self.discard_exploration,
+                verbose=False,
+            )
+            finished = success or sampler.n_like >= limit
+            if files is not None and (
+                finished or time.monotonic() - last_commit >= self.checkpoint_every
+            ):
+                files.commit()
+                last_commit = time.monotonic()
+            if finished:
+                break
+            signal_name = stop_requested()
+            if signal_name is not None:
+                if files is not None:
+                    files.commit()
+                reporter.line("stopped")
+                raise SearchStopped(
+                    "nautilus",
+                    signal_name,
+                    None if files is None else files.checkpoint,
+                    int(sampler.n_like),
                 )
-            if record.exists():
-                stored = json.loads(record.read_text())
-                changed = {k: (stored.get(k), v) for k, v in settings.items() if stored.get(k) != v}
-                if changed:
-                    detail = "; ".join(
-                        f"{k}: {a!r} then, {b!r} now" for k, (a, b) in changed.items()
-                    )
-                    raise ValueError(
-                        f"cannot resume the nautilus run in {output_dir} with other settings "
-                        f"({detail}): pass the same settings, or use a new output directory"
-                    )
-            return checkpoint, True
-        record.write_text(json.dumps(settings, indent=1))
-        return checkpoint, False
+            reporter.maybe()
+        if files is not None:
+            files.finish()
+        reporter.line("finished" if success else "stopped at n_like_max")
+        return bool(success)
+
+
+class _Progress:
+    """Progress lines of a nautilus run, at most every ``every`` seconds."""
+
+    def __init__(
+        self, sampler: Any, n_eff: float, enabled: bool, resumed: bool, every: float = 10.0
+    ):
+        self.sampler, self.n_eff, self.enabled, self.every = sampler, n_eff, enabled, every
+        self.start = self.last = time.monotonic()
+        self.n_like0 = int(sampler.n_like)
+        if enabled:
+            what = f"resuming from {self.n_like0} evaluations" if resumed else "starting"
+            print(f"nautilus: {what}; a line every {every:.0f} s", flush=True)
+
+    def maybe(self) -> None:
+        if self.enabled and time.monotonic() - self.last >= self.every:
+            self.line()
+
+    def line(self, status: str = "") -> None:
+        if not self.enabled:
+            return
+        self.last = time.monotonic()
+        s = self.sampler
+        elapsed = self.last - self.start
+        rate = (s.n_like - self.n_like0) / max(elapsed, 1e-9)
+        if s.explored:
+            phase = f"sampling, n_eff {s.n_eff:.0f}/{self.n_eff:.0f}"
+        else:
+            # exploration ends when the live set holds less than f_live of the evidence
+            phase = f"exploring, {len(s.bounds)} bounds, live evidence fraction {s.f_live:.3g}"
+        with np.errstate(all="ignore"):
+            log_z = s.log_z
+        z = "" if log_z is None or not np.isfinite(log_z) else f", log Z {log_z:.2f}"
+        tail = f" ({status})" if status else ""
+        print(
+            f"nautilus: {s.n_like} evaluations, {phase}{z}; {_clock(elapsed)}, {rate:.0f}/s{tail}",
+            flush=True,
+        )
+
+
+def _clock(seconds: float) -> str:
+    minutes, sec = divmod(int(seconds), 60)
+    return f"{minutes} min {sec:02d} s" if minutes else f"{sec} s"
 
 
 def _readable(path: Path) -> bool:
