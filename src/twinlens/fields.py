@@ -53,6 +53,7 @@ from twinlens.backend.concrete import is_jax_array, is_tracer
 __all__ = [
     "ValueIdentity",
     "combine_static",
+    "key_digest",
     "partition_static",
     "static_field",
     "value_digest",
@@ -191,13 +192,18 @@ def _feed(hasher: Any, key: Any) -> None:
         hasher.update(text)
 
 
-def value_digest(value: Any, name: str = "value", size: int = 16) -> bytes:
-    """A digest of ``value``'s value key that is the same in every process (unlike ``hash``,
-    which Python salts per process for strings): equal values give equal digests, so a file
-    written by one run can say what it was computed from."""
+def key_digest(key: Any, size: int = 16) -> bytes:
+    """A digest of a value key (see :func:`value_key`) that is the same in every process
+    (unlike ``hash``, which Python salts per process for strings), so a file written by one
+    run can say what it was computed from."""
     hasher = hashlib.blake2b(digest_size=size)
-    _feed(hasher, value_key(value, name))
+    _feed(hasher, key)
     return hasher.digest()
+
+
+def value_digest(value: Any, name: str = "value", size: int = 16) -> bytes:
+    """:func:`key_digest` of ``value``'s value key: equal values give equal digests."""
+    return key_digest(value_key(value, name), size)
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,12 +10,13 @@ program.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from twinlens.fields import ValueIdentity, static_field
+from twinlens.fields import ValueIdentity, static_field, value_key
 from twinlens.fit.tracer import Tracer
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.model.priors import Prior
@@ -141,6 +142,28 @@ class Model(ValueIdentity):
         for i, (_, prior) in enumerate(self.priors):
             total = total + prior.log_density(v[..., i])
         return total
+
+    def fixed_key(self) -> tuple:
+        """The tracer's value key with each free parameter replaced by the marker ``"free"``:
+        what the model is apart from where a search starts (its profiles and fixed
+        values)."""
+        free = set(self.paths)
+
+        def walk(value: Any, path: str) -> Any:
+            if path in free:
+                return "free"
+            if isinstance(value, tuple):
+                return ("tuple", tuple(walk(v, f"{path}[{i}]") for i, v in enumerate(value)))
+            if isinstance(value, ValueIdentity):
+                prefix = f"{path}." if path else ""
+                fields = dataclasses.fields(value)
+                named = tuple(
+                    (f.name, walk(getattr(value, f.name), prefix + f.name)) for f in fields
+                )
+                return ("object", (type(value), named))
+            return value_key(value, path)
+
+        return walk(self.tracer, "")
 
     def instance(self, vector: Any) -> Tracer:
         """The tracer at ``vector`` (fixed values stay as they are; raises a clear error for

@@ -23,7 +23,7 @@ import numpy as np
 
 from twinlens.backend import resolve_backend
 from twinlens.batch.likelihood import ImagingLikelihood
-from twinlens.fields import value_digest
+from twinlens.fields import key_digest, value_digest
 from twinlens.model.model import Model
 
 __all__ = [
@@ -177,22 +177,19 @@ class Objective:
     def fingerprint(self) -> dict[str, str]:
         """What defines this objective, part by part, as text that is the same in every
         process: digests of the data, noise map, PSF, grid (mask, pixel scale, sub-pixels)
-        and model (profiles with their fixed and starting values), and each free parameter's
-        prior in words. The backend is not part of it: both give the same ``log L``, so a
-        run may resume on the other one."""
+        and model (its profiles and fixed values), and each free parameter's
+        prior in words. Starting values and the backend are not part of it (both backends
+        give the same ``log L``, so a run may resume on the other one)."""
         dataset = self.likelihood.dataset
         parts = {
-            "free parameters": ", ".join(self.paths),
             "data": dataset.data,
             "noise map": dataset.noise_map,
             "PSF": dataset.psf,
             "mask and grid": dataset.grid,
-            "model": self.model.tracer,
         }
-        record = {
-            key: value if isinstance(value, str) else value_digest(value, key).hex()
-            for key, value in parts.items()
-        }
+        record = {"free parameters": ", ".join(self.paths)}
+        record.update({key: value_digest(value, key).hex() for key, value in parts.items()})
+        record["model"] = key_digest(self.model.fixed_key()).hex()
         record.update({f"prior of {path}": repr(prior) for path, prior in self.model.priors})
         return record
 

@@ -192,5 +192,5 @@ class CheckpointFiles:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= 80 else text[:77] + "..."

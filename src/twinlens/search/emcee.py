@@ -65,9 +65,10 @@ class Emcee(Search):
     ``checkpoint_every`` seconds, at the end and on a stop request that file becomes the
     checkpoint ``emcee.hdf5`` by an atomic rename, the previous one kept as
     ``emcee.backup.hdf5`` (:mod:`twinlens.search.checkpoint`). ``emcee.json`` records what
-    defines the chain (walkers, seed, starting ball, and the objective's fingerprint: model,
-    priors, data, noise, PSF, mask). A later run into the same folder continues from the last
-    committed step up to ``n_steps`` and gives the same chain as an uninterrupted run; a
+    defines the chain (walkers, seed, starting point and ball, and the objective's
+    fingerprint: model, priors, data, noise, PSF, mask). A later run into the same folder
+    continues from the last committed step up to ``n_steps`` and gives the same chain as an
+    uninterrupted run; a
     stored chain longer than ``n_steps`` is used whole; a differently defined run is refused,
     naming what changed, unless ``restart=True``. Inside
     :func:`~twinlens.search.stopping.stop_on_signals` a first SIGINT or SIGTERM stops the
@@ -133,6 +134,7 @@ class Emcee(Search):
                 "n_walkers": self.n_walkers,
                 "seed": self.seed,
                 "init_scale": self.init_scale,
+                "start": [float(v) for v in objective.start],  # the walkers' ball is about it
                 **objective_record(objective),
             }
             files.prepare(record, restart)
