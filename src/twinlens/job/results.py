@@ -2,14 +2,15 @@
 
 The folder holds, for people:
 
-- ``summary.txt``: median and 68% interval of each free parameter, the maximum-likelihood
-  value, the evidence;
+- ``summary.txt``: warnings first (a chain or run that did not converge, a fit far from the
+  noise), then the median and 68% interval (16th to 84th percentile) of each free parameter,
+  the maximum-likelihood value and the evidence; a point estimate (``map``) is given alone;
 - ``fit.png``, ``lens.png``, ``corner.png``: data, model, residuals and the source;
   convergence with critical curves and caustics; the posterior.
 
 For machines:
 
-- ``result.json``: the same numbers, the search's settings and diagnostics;
+- ``result.json``: the same numbers, the warnings, the search's settings and diagnostics;
 - ``samples.csv``: the equal-weight posterior samples with their log-likelihoods;
 - ``model.fits``, ``residuals.fits``, ``normalized_residuals.fits``, ``source.fits``: the
   maximum-likelihood model's images (NaN outside the mask);
@@ -20,64 +21,250 @@ For machines:
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from twinlens import __version__
+from twinlens import __version__, memo
 from twinlens.fit import fits_io
 from twinlens.fit.likelihood import FitImaging
 from twinlens.job import plots
 from twinlens.model import Model, get_path, parameter_paths
 
-__all__ = ["write_results"]
+__all__ = [
+    "einstein_radii",
+    "is_point_estimate",
+    "summary_table",
+    "summary_text",
+    "summary_warnings",
+    "write_results",
+]
+
+#: Posterior samples whose effective Einstein radius is computed: the 16th and 84th
+#: percentiles of 200 draws sit within about 0.1 sigma of the posterior's.
+N_EINSTEIN_RADII = 200
+#: R-hat above this flags NUTS chains that disagree (the threshold of Vehtari et al. 2021).
+R_HAT_MAX = 1.01
+#: A best fit whose chi^2 lies this many standard deviations of a chi^2 distribution with one
+#: degree of freedom per pixel above its mean is flagged (see :func:`summary_warnings`).
+CHI2_SIGMAS = 5.0
 
 
 def _float(x: Any) -> float | None:
     return None if x is None else float(x)
 
 
-def summary_table(model: Model, result: Any) -> str:
-    """The posterior as a text table: median, 68% interval and maximum likelihood."""
+def is_point_estimate(result: Any) -> bool:
+    """Whether ``result`` is one point (the ``map`` optimiser's maximum posterior, or any
+    result of a single sample) rather than posterior samples: it has no intervals."""
+    return result.name == "map" or result.samples.shape[0] <= 1
+
+
+def summary_warnings(
+    result: Any, chi_squared: float | None = None, n_pixels: int | None = None
+) -> list[str]:
+    """What makes ``result`` doubtful, one sentence each (empty when nothing does).
+
+    - emcee: the chain after burn-in is shorter than 50 autocorrelation times
+      (``info["autocorrelation_reliable"]`` False);
+    - nautilus: the run stopped before its stopping criterion (``info["converged"]`` False,
+      as when ``n_like_max`` is reached);
+    - NUTS: divergent transitions, or chains that disagree (R-hat > 1.01);
+    - any search: the best fit's ``chi_squared`` over ``n_pixels`` pixels is more than 5
+      standard deviations above what noise alone gives. If the model fits to the noise,
+      chi^2 follows a chi^2 distribution of about ``n`` degrees of freedom (the fitted
+      parameters remove a few), with mean ``n`` and standard deviation ``sqrt(2 n)``; the
+      threshold is reduced chi^2 = chi^2 / n > 1 + 5 sqrt(2 / n) (1.10 for 5,000 pixels).
+      Above it the model misses structure in the image, or the noise map is too small.
+    """
+    info = result.info or {}
+    out = []
+    if info.get("autocorrelation_reliable") is False:
+        tau = np.asarray(info.get("autocorrelation_time", np.nan), dtype=float)
+        kept = info.get("n_steps", 0) - info.get("discarded_steps", 0)
+        longest = (
+            f"the longest is {np.nanmax(tau):.0f} steps"
+            if np.isfinite(tau).any()
+            else "they could not be estimated"
+        )
+        out.append(
+            f"the emcee chain after burn-in ({kept} steps) is shorter than 50 autocorrelation "
+            f"times ({longest}): it may not have converged, and the intervals may be wrong; "
+            "run more n_steps"
+        )
+    if info.get("converged") is False:
+        out.append(
+            f"{result.name} stopped before its convergence criterion was met (n_like_max "
+            "reached?): the posterior and the evidence may be incomplete"
+        )
+    divergent = info.get("n_divergent")
+    if divergent:
+        out.append(
+            f"{divergent} divergent NUTS transitions: the sampler may have missed parts of the "
+            "posterior"
+        )
+    r_hat = info.get("r_hat")
+    if r_hat is not None and np.nanmax(np.asarray(r_hat, dtype=float)) > R_HAT_MAX:
+        out.append(
+            f"the NUTS chains disagree (largest R-hat {np.nanmax(r_hat):.3f} > {R_HAT_MAX}): "
+            "run longer chains"
+        )
+    if chi_squared is not None and n_pixels:
+        reduced = float(chi_squared) / n_pixels
+        limit = 1.0 + CHI2_SIGMAS * math.sqrt(2.0 / n_pixels)
+        if reduced > limit:
+            out.append(
+                f"the best fit's chi^2 / pixels = {reduced:.3f} (chi^2 {float(chi_squared):.1f} "
+                f"over {n_pixels} pixels) is above {limit:.3f}, {CHI2_SIGMAS:g} standard "
+                "deviations above noise alone: the model misses structure in the image, or the "
+                "noise map is too small; the intervals are then too narrow"
+            )
+    return out
+
+
+def summary_table(model: Model | None, result: Any) -> str:
+    """The free parameters as a text table: median and 68% interval (16th and 84th
+    percentiles of the samples) and the maximum likelihood; for a point estimate
+    (:func:`is_point_estimate`), the estimate alone. ``model`` may be None (the names are
+    then ``result.paths``)."""
+    paths = tuple(model.paths if model is not None else result.paths)
+    width = max([len("parameter"), *(len(p) for p in paths)])
+    if is_point_estimate(result):
+        lines = [f"{'parameter':<{width}}  {'estimate':>12}"]
+        lines += [f"{p:<{width}}  {result.max_likelihood[i]:12.5f}" for i, p in enumerate(paths)]
+        return "\n".join(lines)
     med = result.medians()
     lo, hi = result.intervals(0.68)
-    width = max(len(p) for p in model.paths)
     lines = [
-        f"{'parameter':<{width}}  {'median':>12}  {'-1 sigma':>10}  {'+1 sigma':>10}  "
-        f"{'max like':>12}",
+        f"{'parameter':<{width}}  {'median':>12}  {'16th pct':>12}  {'84th pct':>12}  "
+        f"{'max like':>12}"
     ]
-    for i, path in enumerate(model.paths):
+    for i, path in enumerate(paths):
         lines.append(
-            f"{path:<{width}}  {med[i]:12.5f}  {med[i] - lo[i]:10.5f}  {hi[i] - med[i]:10.5f}  "
+            f"{path:<{width}}  {med[i]:12.5f}  {lo[i]:12.5f}  {hi[i]:12.5f}  "
             f"{result.max_likelihood[i]:12.5f}"
         )
     return "\n".join(lines)
 
 
-def einstein_radii(model: Model, samples: np.ndarray, n_max: int = 200) -> np.ndarray:
+def summary_text(
+    result: Any,
+    model: Model | None = None,
+    *,
+    title: str = "twinlens fit",
+    backend: str | None = None,
+    chi_squared: float | None = None,
+    n_pixels: int | None = None,
+    einstein_radius: dict | None = None,
+    flags: list[str] | None = None,
+) -> str:
+    """The text of ``summary.txt``: warnings (:func:`summary_warnings`, unless given), what
+    ran, the evidence, the best fit, the parameter table and the derived Einstein radius
+    (``einstein_radius``: a dict with ``median``, ``lower_68``, ``upper_68``,
+    ``n_samples``, as in ``result.json``)."""
+    if flags is None:
+        flags = summary_warnings(result, chi_squared, n_pixels)
+    point = is_point_estimate(result)
+    where = f" on {backend}" if backend else ""
+    lines = [f"WARNING: {w}" for w in flags]
+    if flags:
+        lines.append("")
+    lines.append(
+        f"{title}: {result.name}{where}, {result.n_samples} "
+        f"{'point' if point else 'samples'}, {result.n_evaluations} likelihood evaluations"
+    )
+    if result.log_evidence is None:
+        lines.append("log evidence: not given by this search")
+    elif result.log_evidence_error is None:
+        lines.append(
+            f"log evidence: {result.log_evidence:.3f} (no error estimate from this search)"
+        )
+    else:
+        lines.append(f"log evidence: {result.log_evidence:.3f} +- {result.log_evidence_error:.3f}")
+    fit = (
+        f" (chi^2 {float(chi_squared):.1f} over {n_pixels} pixels)"
+        if chi_squared is not None and n_pixels
+        else ""
+    )
+    if point:
+        lines.append(f"log-likelihood at the estimate: {float(result.max_log_likelihood):.3f}{fit}")
+        kind = "a maximum-posterior point estimate" if result.name == "map" else "one point"
+        lines += ["", f"{kind}: no uncertainties (run nautilus, emcee or nuts for a posterior)"]
+    else:
+        lines.append(f"maximum log-likelihood: {float(result.max_log_likelihood):.3f}{fit}")
+        lines += [
+            "",
+            "posterior median and 68% interval (16th to 84th percentile); max like: the "
+            "highest-likelihood sample",
+        ]
+    lines += [summary_table(model, result)]
+    if einstein_radius is not None:
+        theta = einstein_radius
+        if point or theta.get("lower_68") is None:
+            value = f"{theta['median']:.5f}"
+        else:
+            value = (
+                f"{theta['median']:.5f}, 68% interval {theta['lower_68']:.5f} to "
+                f"{theta['upper_68']:.5f} ({theta['n_samples']} samples)"
+            )
+        lines += ["", f"derived: effective Einstein radius (mean convergence 1 within it) {value}"]
+    return "\n".join(lines) + "\n"
+
+
+def einstein_radii(
+    model: Model, samples: np.ndarray, n_max: int = N_EINSTEIN_RADII, backend: str = "numpy"
+) -> np.ndarray:
     """The effective Einstein radius (:meth:`~twinlens.fit.tracer.Tracer.einstein_radius`)
     of up to ``n_max`` evenly spaced posterior samples: in a model with several mass
     components it is the well-measured quantity, while each component's own radius may be
-    degenerate with the others (an SIE against a stellar mass-to-light ratio)."""
+    degenerate with the others (an SIE against a stellar mass-to-light ratio).
+
+    Each radius takes a few dozen deflection calls of 128 points. On numba each call pays a
+    parallel launch that costs far more than the arithmetic, so numpy (which agrees with
+    numba to rounding) is the default, and the memo is off: no sample repeats."""
     pick = np.unique(np.linspace(0, len(samples) - 1, min(n_max, len(samples))).astype(int))
-    return np.array([model.instance(samples[i]).einstein_radius() for i in pick])
+    with memo.disabled():
+        return np.array([model.instance(samples[i]).einstein_radius(backend=backend) for i in pick])
+
+
+def _search_settings(search: dict) -> dict:
+    """Every setting of the search, defaults included, so the record says how it ran."""
+    from twinlens.search import search_from_config
+
+    try:
+        return {"name": search["name"], **search_from_config(**search).settings()}
+    except (KeyError, TypeError, ValueError):
+        return dict(search)
 
 
 def write_results(
-    config: Any, result: Any, output: str | Path, truths: Any = None, plot: bool = True
+    config: Any,
+    result: Any,
+    output: str | Path,
+    truths: Any = None,
+    plot: bool = True,
+    progress: bool = False,
 ) -> dict[str, Path]:
     """Write every result file of a finished search (see the module) and return their paths.
 
     ``config`` is a :class:`twinlens.job.config.FitConfig`; ``result`` a
     :class:`twinlens.search.SearchResult`; ``truths`` (optional) the true parameter vector of
-    a simulated dataset, drawn on the corner plot.
+    a simulated dataset, drawn on the corner plot; ``progress`` prints a line before each
+    slow step.
     """
+
+    def say(text: str) -> None:
+        if progress:
+            print(f"results: {text}", flush=True)
+
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     model, dataset = config.model, config.dataset
     files: dict[str, Path] = {}
+    point = is_point_estimate(result)
 
     samples = np.column_stack([result.samples, result.log_likelihood])
     files["samples"] = output / "samples.csv"
@@ -89,64 +276,70 @@ def write_results(
         comments="",
     )
 
+    n_theta = min(N_EINSTEIN_RADII, len(result.samples))
+    say(f"effective Einstein radius of {n_theta} posterior samples")
     theta = einstein_radii(model, result.samples)
+    finite = np.isfinite(theta)
     derived = {
         "einstein_radius": {
             "definition": "radius of the circle about the lens centre within which the mean "
             "convergence of all lens mass is 1, arcsec",
-            "median": float(np.nanmedian(theta)),
-            "lower_68": float(np.nanpercentile(theta, 16)),
-            "upper_68": float(np.nanpercentile(theta, 84)),
-            "n_samples": int(np.isfinite(theta).sum()),
+            "median": float(np.nanmedian(theta)) if finite.any() else None,
+            "lower_68": None if point or not finite.any() else float(np.nanpercentile(theta, 16)),
+            "upper_68": None if point or not finite.any() else float(np.nanpercentile(theta, 84)),
+            "n_samples": int(finite.sum()),
         }
     }
     best = model.instance(result.max_likelihood)
     fit = FitImaging(dataset, best, "numpy")
     solved = fit.solved_tracer
+    chi_squared, n_pixels = float(fit.chi_squared), int(dataset.mask_index.size)
+    flags = summary_warnings(result, chi_squared, n_pixels)
+    files["summary"] = output / "summary.txt"
+    files["summary"].write_text(
+        summary_text(
+            result,
+            model,
+            title=config.title,
+            backend=config.backend,
+            chi_squared=chi_squared,
+            n_pixels=n_pixels,
+            einstein_radius=derived["einstein_radius"]
+            if derived["einstein_radius"]["median"] is not None
+            else None,
+            flags=flags,
+        )
+    )
+
     med = result.medians()
     lo, hi = result.intervals(0.68)
-    evidence = result.log_evidence
-    text = [
-        f"{config.title}: {result.name} on {config.backend}, {len(result.samples)} samples, "
-        f"{result.n_evaluations} likelihood evaluations",
-        f"log evidence: {evidence:.3f} +- {result.log_evidence_error or 0:.3f}"
-        if evidence is not None
-        else "log evidence: not given by this search",
-        f"maximum log-likelihood: {float(result.max_log_likelihood):.3f} "
-        f"(chi^2 {float(fit.chi_squared):.1f} over {dataset.mask_index.size} pixels)",
-        "",
-        summary_table(model, result),
-        "",
-        "derived: effective Einstein radius (mean convergence 1 within it) "
-        f"{derived['einstein_radius']['median']:.5f} "
-        f"-{derived['einstein_radius']['median'] - derived['einstein_radius']['lower_68']:.5f} "
-        f"+{derived['einstein_radius']['upper_68'] - derived['einstein_radius']['median']:.5f}",
-    ]
-    files["summary"] = output / "summary.txt"
-    files["summary"].write_text("\n".join(text) + "\n")
-
     files["json"] = output / "result.json"
     record = {
         "twinlens_version": __version__,
         "title": config.title,
+        "warnings": flags,
         "search": result.name,
-        "search_settings": config.search,
+        "search_settings": _search_settings(config.search),
         "backend": config.backend,
         "seed": result.seed,
+        # a point estimate (map) has no interval: its lower_68 and upper_68 are null
+        "point_estimate": point,
         "parameters": {
             path: {
                 "label": model.labels[i],
                 "prior": repr(prior),
                 "median": float(med[i]),
-                "lower_68": float(lo[i]),
-                "upper_68": float(hi[i]),
+                "lower_68": None if point else float(lo[i]),
+                "upper_68": None if point else float(hi[i]),
                 "max_likelihood": float(result.max_likelihood[i]),
             }
             for i, (path, prior) in enumerate(model.priors)
         },
         "derived": derived,
         "max_log_likelihood": float(result.max_log_likelihood),
-        "log_evidence": _float(evidence),
+        "chi_squared": chi_squared,
+        "n_pixels": n_pixels,
+        "log_evidence": _float(result.log_evidence),
         "log_evidence_error": _float(result.log_evidence_error),
         "n_samples": len(result.samples),
         "n_evaluations": int(result.n_evaluations),
@@ -173,10 +366,12 @@ def write_results(
         fits_io.write_image(files[name], image, scale if name != "source" else None, True)
 
     if plot:
+        say("plots of the fit and the lens")
         files["fit_plot"] = plots.plot_fit(fit, output / "fit.png")
         box = (-extent_half, extent_half, -extent_half, extent_half)
         files["lens_plot"] = plots.plot_lens(solved, box, output / "lens.png")
-        if len(result.samples) > model.n_params:  # a point estimate (map) has no corner
+        if not point and len(result.samples) > model.n_params:  # a corner needs a cloud
+            say(f"corner plot of {len(result.samples)} samples")
             files["corner_plot"] = plots.plot_corner(
                 result.samples, model.labels, output / "corner.png", truths
             )
@@ -184,6 +379,7 @@ def write_results(
     try:
         from twinlens.export import to_coolest
 
+        say("COOLEST export")
         posterior = {path: result.samples[:, i] for i, path in enumerate(model.paths)}
         files["coolest"] = Path(
             to_coolest(solved, output / "coolest.json", dataset=dataset, posterior=posterior)
