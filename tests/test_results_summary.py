@@ -182,7 +182,11 @@ def _near_truth(config, name: str, n: int, info: dict) -> SearchResult:
 
 def test_write_results_records_the_warnings(example_config, tmp_path, capsys):
     # the truth fits the simulated data to the noise: only the chain's warning remains
-    info = {"autocorrelation_reliable": False, "autocorrelation_time": np.array([80.0])}
+    info = {
+        "autocorrelation_reliable": False,
+        "autocorrelation_time": np.array([80.0, np.nan]),
+        "weighted_samples": np.zeros((2000, 3)),  # too big for result.json
+    }
     result = _near_truth(example_config, "emcee", 40, info)
     files = write_results(example_config, result, tmp_path / "out", plot=False, progress=True)
     assert "Einstein radius" in capsys.readouterr().out  # a line before the slow step
@@ -190,6 +194,10 @@ def test_write_results_records_the_warnings(example_config, tmp_path, capsys):
     record = json.loads(files["json"].read_text())
     assert summary.startswith("WARNING: ") and len(_warning_lines(summary)) == 1
     assert len(record["warnings"]) == 1 and "autocorrelation" in record["warnings"][0]
+    # the diagnostics behind the warning are in the record, NaN as null; big arrays are not
+    assert record["info"]["autocorrelation_time"] == [80.0, None]
+    assert record["info"]["autocorrelation_reliable"] is False
+    assert "weighted_samples" not in record["info"]
     assert record["search_settings"]["name"] == "nautilus"
     assert "n_eff" in record["search_settings"]  # the defaults, recorded too
 

@@ -54,9 +54,6 @@ _PRIORS = {
 }
 _SECTIONS = ("title", "backend", "output", "dataset", "search", "lens", "source")
 _DATASET_KEYS = ("data", "noise_map", "psf", "pixel_scale", "sub_size", "mask_radius")
-# The backends of searches whose class does not say (no ``backends`` attribute): map and nuts
-# need JAX's gradients, and refuse any other backend only when they start to run.
-_SEARCH_BACKENDS = {"map": ("jax",), "nuts": ("jax",)}
 
 
 class ConfigError(ValueError):
@@ -356,9 +353,11 @@ def _search(table: Any, backend: str, n_params: int) -> dict:
             f"{', '.join(choices)}{_suggest(name, choices)}"
         )
     cls = SEARCHES[name]
-    runs_on = _backends_of(name, cls)
+    # map and nuts need JAX's gradients; their run() would refuse numba only after the output
+    # folder was made, so the class's backends are checked here
+    runs_on = cls.backends
     if backend not in runs_on:
-        others = [n for n, c in SEARCHES.items() if backend in _backends_of(n, c)]
+        others = [n for n, c in SEARCHES.items() if backend in c.backends]
         raise ConfigError(
             f"[search].name = {_show(name)} runs on the {' or '.join(runs_on)} backend only, "
             f"but backend = {_show(backend)}: set backend = {_show(runs_on[0])} at the top of "
@@ -384,10 +383,6 @@ def _search(table: Any, backend: str, n_params: int) -> dict:
             f"parameter, n_walkers >= {2 * n_params} for this model's {n_params}"
         )
     return search
-
-
-def _backends_of(name: str, cls: type) -> tuple[str, ...]:
-    return getattr(cls, "backends", None) or _SEARCH_BACKENDS.get(name, BACKENDS)
 
 
 def _search_error(cls: type, settings: dict, err: Exception) -> str:

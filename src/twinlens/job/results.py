@@ -348,7 +348,7 @@ def write_results(
         "max_likelihood_model": {
             path: float(get_path(solved, path)) for path in parameter_paths(solved)
         },
-        "info": {k: v for k, v in result.info.items() if _jsonable(v)},
+        "info": _diagnostics(result.info),
     }
     files["json"].write_text(json.dumps(record, indent=1) + "\n")
 
@@ -389,9 +389,38 @@ def write_results(
     return files
 
 
-def _jsonable(value: Any) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
+#: Arrays in a search's ``info`` up to this size go into result.json (autocorrelation times,
+#: acceptance fractions, R-hat, the optimiser's starts); larger ones (nautilus's weighted
+#: posterior) are left to samples.csv.
+MAX_INFO_ARRAY = 1000
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON can hold it (arrays as lists, NaN and infinities as null), or
+    ``_SKIP``."""
+    if isinstance(value, np.ndarray):
+        if value.size > MAX_INFO_ARRAY or value.dtype.kind not in "biuf":
+            return _SKIP
+        value = value.tolist()
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (list, tuple)):
+        items = [_plain(v) for v in value]
+        return _SKIP if any(v is _SKIP for v in items) else items
+    if isinstance(value, dict):
+        items = {str(k): _plain(v) for k, v in value.items()}
+        return {k: v for k, v in items.items() if v is not _SKIP}
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return _SKIP
+
+
+_SKIP = object()
+
+
+def _diagnostics(info: dict) -> dict:
+    """The search's diagnostics that fit in result.json (see :data:`MAX_INFO_ARRAY`)."""
+    plain = {k: _plain(v) for k, v in info.items()}
+    return {k: v for k, v in plain.items() if v is not _SKIP}
