@@ -62,7 +62,7 @@ def run_fit(
     result.info.setdefault("wall_time_s", time.perf_counter() - start)
     if progress:
         print("writing the results: summary, samples, FITS images, plots, COOLEST", flush=True)
-    files = write_results(config, result, folder, truths=truths, plot=plot)
+    files = write_results(config, result, folder, truths=truths, plot=plot, progress=progress)
     if progress:
         print(f"done in {time.perf_counter() - start:.0f} s; summary: {files['summary']}")
         print(files["summary"].read_text())
