@@ -23,8 +23,11 @@ import importlib.util
 import os
 import sys
 import tempfile
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 _threads: int | None = None
 _tmp_dir: str | None = None
@@ -146,4 +149,38 @@ def import_generated(stem: str, source: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
+    for value in vars(module).values():
+        if getattr(getattr(value, "py_func", None), "__module__", None) == module_name:
+            quiet_compiles(value)  # the module's own jitted functions, not imported ones
     return module
+
+
+def quiet_compiles(dispatcher: Any) -> Any:
+    """Silence numba's internal "pedantic" IR check (``NumbaIRAssumptionWarning``) whenever
+    ``dispatcher`` compiles, and return it.
+
+    Inlining ops at numba's IR level trips that check (see
+    :func:`twinlens.kernels.compile.compile_quietly`). Filtering around one eager compile is
+    not enough: numba compiles again, lazily, for every new argument type at a call (a
+    read-only param array, a strided grid), which printed hundreds of lines on a cold cache.
+    So the dispatcher's own ``compile``, which every such compile and cache load goes
+    through, is wrapped. Other warnings, and the user's own numba functions, are untouched.
+    """
+    if getattr(dispatcher, "_twinlens_quiet", False):
+        return dispatcher
+    numba = load()
+    from numba.core.compiler_lock import global_compiler_lock
+
+    category = numba.core.errors.NumbaIRAssumptionWarning
+    compile_ = dispatcher.compile
+
+    def compile(sig: Any) -> Callable:
+        # warnings' filters are process-wide: take numba's compiler lock (re-entrant, and
+        # taken by compile anyway) first, so concurrent compiles cannot interleave them
+        with global_compiler_lock, warnings.catch_warnings():
+            warnings.simplefilter("ignore", category)
+            return compile_(sig)
+
+    dispatcher.compile = compile
+    dispatcher._twinlens_quiet = True
+    return dispatcher

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
-import warnings
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -249,18 +248,20 @@ def numba_batched_loop(kernel: Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
 
 
 def compile_quietly(loop: Callable, *dummy: Any) -> Callable:
-    """Compile a numba function by calling it once on ``dummy`` arguments.
+    """Compile a numba function by calling it once on ``dummy`` arguments, quietly now and at
+    any later compile.
 
     Inlining ops at numba's IR level (several times faster than calling them: 3 ms against
     24 ms on W1) trips numba's internal "pedantic" IR check, which warns that a renamed loop
     variable of an inlined op is out of scope; the compiled code is unaffected (every kernel
-    is validated against numpy), so that one warning category is silenced here.
+    is validated against numpy), so that one warning category is silenced. The filter sits on
+    the dispatcher (:func:`~twinlens.backend.numba_runtime.quiet_compiles`), not around this
+    call: a call with other argument types (a read-only param array) compiles the loop again,
+    and a filter here would not cover it.
     """
-    numba = numba_runtime.load()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", numba.core.errors.NumbaIRAssumptionWarning)
-        with np.errstate(all="ignore"):
-            loop(*dummy)
+    numba_runtime.quiet_compiles(loop)
+    with np.errstate(all="ignore"):
+        loop(*dummy)
     return loop
 
 
