@@ -31,8 +31,11 @@ from twinlens.search import Objective
 from twinlens.search.checkpoint import CheckpointFiles, CheckpointMismatch
 from twinlens.search.stopping import EXIT_STOPPED
 
-# commits only at the end and on a stop: a checkpoint that changes shows a commit
-CONFIG = SMALL.format(backend="numba").replace("n_eff = 400", "n_eff = 400\ncheckpoint_every = 1e9")
+# commits only at the end and on a stop (a checkpoint that changes shows a commit); one
+# network per bound, as training them is most of the time of so small a problem
+CONFIG = SMALL.format(backend="numba").replace(
+    "n_eff = 400", "n_eff = 400\nn_networks = 1\ncheckpoint_every = 1e9"
+)
 
 
 def _start(folder: Path, *extra: str) -> subprocess.Popen:
