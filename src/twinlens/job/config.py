@@ -53,7 +53,7 @@ _PRIORS = {
     "truncated_gaussian": (TruncatedGaussianPrior, 4),
 }
 _SECTIONS = ("title", "backend", "output", "dataset", "search", "lens", "source")
-_DATASET_KEYS = ("data", "noise_map", "psf", "pixel_scale", "sub_size", "mask_radius")
+_DATASET_KEYS = ("data", "noise_map", "psf", "mask", "pixel_scale", "sub_size", "mask_radius")
 
 
 class ConfigError(ValueError):
@@ -283,7 +283,8 @@ def _galaxies(entries: Any, role: str, priors: dict) -> tuple:
     return tuple(galaxies)
 
 
-def _dataset(table: Any, base: Path) -> Imaging:
+def _dataset(table: Any, base: Path, read: bool = True) -> Imaging | None:
+    """The ``[dataset]`` table, checked; the data read from its files when ``read``."""
     if not isinstance(table, dict):
         raise ConfigError(
             "[dataset] must be a table with data, noise_map and psf (FITS file paths), got "
@@ -298,8 +299,8 @@ def _dataset(table: Any, base: Path) -> Imaging:
             f"[dataset]: unknown entries {', '.join(unknown)}; allowed: "
             f"{', '.join(_DATASET_KEYS)}{_suggest(unknown[0], _DATASET_KEYS)}"
         )
-    for key in ("data", "noise_map", "psf"):
-        if not isinstance(table[key], str):
+    for key in ("data", "noise_map", "psf", "mask"):
+        if key in table and not isinstance(table[key], str):
             raise ConfigError(
                 f"[dataset].{key} = {_show(table[key])}: expected a FITS file path in quotes"
             )
@@ -313,12 +314,15 @@ def _dataset(table: Any, base: Path) -> Imaging:
             f"[dataset].sub_size = {_show(sub_size)}: expected a whole number of sub-pixels "
             "per pixel side, 1 to 64 (-1 to -64: Gauss-Legendre nodes)"
         )
-    paths = {k: str((base / table[k]).expanduser()) for k in ("data", "noise_map", "psf")}
+    if not read:
+        return None
+    files = [k for k in ("data", "noise_map", "psf", "mask") if k in table]
+    paths = {k: str((base / table[k]).expanduser()) for k in files}
     for key, p in paths.items():
         if not Path(p).is_file():
             raise ConfigError(f"[dataset].{key}: no such file {p}")
     try:
-        return Imaging.from_fits(
+        imaging = Imaging.from_fits(
             paths["data"],
             paths["noise_map"],
             paths["psf"],
@@ -326,6 +330,9 @@ def _dataset(table: Any, base: Path) -> Imaging:
             sub_size=sub_size,
             mask_radius=table.get("mask_radius"),
         )
+        if "mask" in paths:
+            imaging = _with_mask_file(imaging, paths["mask"])
+        return imaging
     except (OSError, TypeError, ValueError) as err:  # unreadable files, shapes, grid checks
         message = (
             str(err)
@@ -334,6 +341,22 @@ def _dataset(table: Any, base: Path) -> Imaging:
             .replace("PSF.kernel", "the psf image")
         )
         raise ConfigError(f"[dataset]: {message}") from None
+
+
+def _with_mask_file(imaging: Imaging, path: str) -> Imaging:
+    """``imaging`` fitting only the pixels where the FITS image at ``path`` is nonzero (and
+    inside ``mask_radius``, when both are given)."""
+    from twinlens.fit import fits_io
+
+    mask, _ = fits_io.read_image(path)
+    if mask.shape != imaging.grid.shape:
+        raise ValueError(f"the mask {path} has shape {mask.shape}, the data {imaging.grid.shape}")
+    used = np.asarray(mask) != 0
+    if imaging.grid.mask is not None:
+        used &= imaging.grid.used
+    if not used.any():
+        raise ValueError(f"the mask {path} leaves no pixel to fit")
+    return imaging.with_grid(dataclasses.replace(imaging.grid, mask=used))
 
 
 def _search(table: Any, backend: str, n_params: int) -> dict:
@@ -397,11 +420,15 @@ def _search_error(cls: type, settings: dict, err: Exception) -> str:
     return f"[search] ({cls.name}): {message}"  # type: ignore[attr-defined]
 
 
-def parse_config(data: dict, base: Path | str = ".", backend: str | None = None) -> FitConfig:
+def parse_config(
+    data: dict, base: Path | str = ".", backend: str | None = None, read_data: bool = True
+) -> FitConfig:
     """A :class:`FitConfig` from the parsed TOML ``data``; file paths relative to ``base``.
 
     ``backend`` (the command line's ``--backend``) replaces the file's, before the search is
-    checked against it. Every mistake raises :class:`ConfigError` naming the TOML entry."""
+    checked against it. Every mistake raises :class:`ConfigError` naming the TOML entry.
+    ``read_data=False`` checks everything but reads no data file (``dataset`` is then None):
+    a catalogue checks every lens's configuration so before any fit starts."""
     base = Path(base)
     unknown = sorted(set(data) - set(_SECTIONS))
     if unknown:
@@ -431,7 +458,7 @@ def parse_config(data: dict, base: Path | str = ".", backend: str | None = None)
     search = _search(data.get("search"), backend, model.n_params)
     output = Path(data.get("output", "twinlens_fit"))
     return FitConfig(
-        dataset=_dataset(data.get("dataset"), base),
+        dataset=_dataset(data.get("dataset"), base, read_data),
         model=model,
         search=search,
         backend=backend,

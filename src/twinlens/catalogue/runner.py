@@ -1,0 +1,198 @@
+"""Running a catalogue: one Dask task per lens, progress as they finish, and the results table.
+
+The table is always rebuilt from the lenses' folders (:mod:`twinlens.catalogue.table`), so a
+killed command or a lost scheduler loses nothing that finished; a rerun skips finished lenses
+and resumes interrupted ones from their checkpoints.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from twinlens.catalogue.cluster import start_client
+from twinlens.catalogue.plots import plot_catalogue
+from twinlens.catalogue.spec import Catalogue, LensTask
+from twinlens.catalogue.table import build_table, write_table
+from twinlens.catalogue.task import fit_lens, lens_status
+
+__all__ = ["WarmUp", "run_catalogue"]
+
+
+try:
+    from distributed import WorkerPlugin
+except ImportError:  # run_catalogue says what to install
+    WorkerPlugin = object  # type: ignore[assignment,misc]
+
+
+class WarmUp(WorkerPlugin):
+    """A Dask worker plugin: on a worker's start, compile the template's likelihood on a tiny
+    stand-in image (numba caches it on disk, shared by the node's workers) and set numba's
+    threads to this worker's share of the node. ``compile_seconds`` is kept on the worker."""
+
+    name = "twinlens-warm-up"
+
+    def __init__(self, task: LensTask, backend: str | None, numba_threads: int) -> None:
+        self.task, self.backend, self.numba_threads = task, backend, numba_threads
+
+    def setup(self, worker: Any) -> None:
+        began = time.perf_counter()
+        try:
+            compile_template(self.task, self.backend, self.numba_threads)
+        except Exception as err:  # a warm-up is an optimisation: the fits will say what fails
+            print(f"twinlens warm-up failed: {err}", file=sys.stderr)
+        worker.twinlens_compile_seconds = time.perf_counter() - began
+
+    def teardown(self, worker: Any) -> None:
+        pass
+
+
+def compile_template(task: LensTask, backend: str | None, numba_threads: int | None = None) -> None:
+    """Evaluate the lens's model once on an 8 x 8 stand-in image, so that the kernels its
+    fit needs are compiled (and cached) before the fit starts."""
+    import numpy as np
+
+    from twinlens.fit.imaging import Imaging
+    from twinlens.fit.psf import PSF
+    from twinlens.grids import Grid2D
+    from twinlens.job.config import parse_config
+    from twinlens.search import Objective
+
+    if numba_threads:
+        import numba
+
+        numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))
+    config = parse_config(task.config, task.base, backend, read_data=False)
+    sub = task.config.get("dataset", {}).get("sub_size", 4)
+    grid = Grid2D.uniform(8, 0.1, sub)
+    kernel = np.zeros((3, 3))
+    kernel[1, 1] = 1.0
+    stand_in = Imaging(np.zeros((8, 8)), np.ones((8, 8)), PSF(kernel), grid)
+    objective = Objective.build(config.model, stand_in, config.backend)
+    objective.log_likelihood(np.asarray(objective.start)[None, :])
+
+
+def _clock(seconds: float) -> str:
+    if not seconds < float("inf"):
+        return "unknown"
+    hours, rest = divmod(int(seconds), 3600)
+    minutes = rest // 60
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {int(seconds) % 60:02d} s"
+
+
+def run_catalogue(
+    catalogue: Catalogue,
+    *,
+    cluster: str | None = None,
+    workers: int | None = None,
+    threads_per_worker: int | None = None,
+    retries: int = 2,
+    plot: bool = True,
+    progress: bool = True,
+) -> Any:
+    """Fit every lens of ``catalogue`` on a Dask cluster and return the results table (an
+    ``astropy.table.Table``, also written as ``catalogue.csv`` and ``catalogue.parquet`` in
+    the output folder).
+
+    ``cluster`` (``local``, ``slurm``, ``pbs`` or ``tcp://HOST:PORT``) replaces the
+    catalogue's ``[cluster].kind``; ``workers`` and ``threads_per_worker`` its sizes. A worker
+    lost mid-fit (killed, out of memory) is restarted by its nanny and its lens tried again
+    on another, up to ``retries`` more times; the fit resumes from its checkpoint.
+    """
+    import dask
+
+    output = catalogue.output
+    output.mkdir(parents=True, exist_ok=True)
+    table = dict(catalogue.cluster)
+    if cluster is not None:
+        table["kind"] = cluster
+    todo = [t for t in catalogue.tasks if lens_status(output, t.id) != "done"]
+    done_before = len(catalogue.tasks) - len(todo)
+    if progress:
+        print(
+            f"catalogue: {len(catalogue.tasks)} lenses, {done_before} already done, "
+            f"{len(todo)} to fit; results in {output}",
+            flush=True,
+        )
+    if todo:
+        cores = os.cpu_count() or 1
+        n_workers = workers or table.get("workers")
+        threads = threads_per_worker or table.get("threads_per_worker", 1)
+        numba_threads = max(1, cores // ((n_workers or cores) * threads))
+        with dask.config.set({"distributed.scheduler.allowed-failures": retries}):
+            client, owned = start_client(table, n_workers, threads)
+            try:
+                _run(client, catalogue, todo, numba_threads, retries, plot, progress, done_before)
+            finally:
+                client.close()
+                if owned is not None:
+                    owned.close()
+    result = build_table(catalogue)
+    files = write_table(result, output)
+    if plot:
+        files.update(plot_catalogue(catalogue, result))
+    if progress:
+        failed = [r for r in result if r["status"] == "failed"]
+        print(f"catalogue: table in {files['csv']} and {files['parquet']}", flush=True)
+        if failed:
+            print(f"catalogue: {len(failed)} of {len(result)} lenses failed:", flush=True)
+            for r in failed:
+                print(f"  {r['id']}: {r['error']} (log: {r['log']})", flush=True)
+    return result
+
+
+def _run(
+    client: Any,
+    catalogue: Catalogue,
+    todo: list[LensTask],
+    numba_threads: int,
+    retries: int,
+    plot: bool,
+    progress: bool,
+    done_before: int,
+) -> None:
+    from distributed import as_completed
+
+    backend = catalogue.backend
+    client.register_plugin(WarmUp(todo[0], backend, numba_threads))
+    if progress:
+        print(f"catalogue: Dask dashboard at {client.dashboard_link}", flush=True)
+    futures = [
+        client.submit(
+            fit_lens,
+            task,
+            str(catalogue.output),
+            backend,
+            plot,
+            key=f"lens-{task.id}",
+            retries=retries,
+            pure=False,
+        )
+        for task in todo
+    ]
+    began = time.monotonic()
+    counts = {"done": 0, "failed": 0, "lost": 0}
+    total = len(todo)
+    for future in as_completed(futures):
+        try:
+            row = future.result()
+            counts[row["status"]] += 1
+        except Exception as err:  # the worker died more than ``retries`` times
+            counts["lost"] += 1
+            row = {"id": future.key, "status": "lost", "error": f"{type(err).__name__}: {err}"}
+        if progress:
+            finished = counts["done"] + counts["failed"] + counts["lost"]
+            elapsed = time.monotonic() - began
+            rate = counts["done"] * 3600.0 / max(elapsed, 1e-9)
+            left = (total - finished) * elapsed / finished if finished else float("inf")
+            slots = sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
+            running = min(total - finished, slots)
+            note = "" if row["status"] == "done" else f"  [{row['id']}: {row['status']}]"
+            print(
+                f"catalogue: {done_before + counts['done']} done, {counts['failed']} failed, "
+                f"{running} running, {total - finished - running} waiting; "
+                f"{rate:.1f} lenses/hour, about {_clock(left)} left{note}",
+                flush=True,
+            )

@@ -1,0 +1,247 @@
+"""Fitting a catalogue of lenses on Dask (``twinlens batch``).
+
+A real ``LocalCluster`` of two worker processes fits three tiny lenses, one of them broken:
+the broken one is ``failed`` with its reason while the others finish, the table agrees with
+the lenses' own results, and a rerun fits nothing again. The command killed part-way, and a
+worker killed mid-fit, still end with every lens fitted once. Catalogue mistakes name the lens
+and the column before any work starts; SLURM and PBS job scripts carry what the ``[cluster]``
+table asks for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_job import _small_dataset
+
+from twinlens.catalogue import (
+    CatalogueError,
+    ClusterError,
+    jobqueue_cluster,
+    load_catalogue,
+    run_catalogue,
+)
+
+TEMPLATE = """
+title = "tiny lens"
+backend = "numba"
+
+[dataset]
+sub_size = 1
+
+[search]
+name = "nautilus"
+n_live = 50
+n_eff = 200
+n_networks = 1
+seed = 2
+
+[[lens]]
+[[lens.mass]]
+type = "SIE"
+centre = [0.0, 0.0]
+ell_comps = [0.1, 0.0]
+einstein_radius = {uniform = [0.5, 1.5]}
+
+[[source]]
+[[source.light]]
+type = "LinearSersic"
+centre = [0.05, 0.0]
+ell_comps = [0.0, 0.1]
+effective_radius = {log_uniform = [0.05, 1.0], start = 0.3}
+sersic_index = 1.0
+"""
+
+CSV = """id,data,noise_map,psf,lens[0].mass[0].einstein_radius
+a,lens/data.fits,lens/noise_map.fits,lens/psf.fits,
+b,lens/data.fits,lens/noise_map.fits,lens/psf.fits,0.95
+broken,lens/missing.fits,lens/noise_map.fits,lens/psf.fits,
+"""
+
+
+def _catalogue(folder: Path, csv: str = CSV, extra: str = "") -> Path:
+    if not (folder / "lens").exists():
+        (folder / "lens").mkdir(parents=True)
+        _small_dataset(folder / "lens")
+    (folder / "template.toml").write_text(TEMPLATE)
+    (folder / "lenses.csv").write_text(csv)
+    path = folder / "catalogue.toml"
+    path.write_text(
+        'template = "template.toml"\ncatalogue = "lenses.csv"\noutput = "out"\n' + extra
+    )
+    return path
+
+
+def test_a_local_cluster_fits_the_catalogue_and_a_rerun_fits_nothing_again(tmp_path, capsys):
+    catalogue = load_catalogue(_catalogue(tmp_path))
+    table = run_catalogue(catalogue, workers=2, plot=False)
+    rows = {str(r["id"]): r for r in table}
+    assert [rows[i]["status"] for i in ("a", "b", "broken")] == ["done", "done", "failed"]
+    assert "missing.fits" in rows["broken"]["error"] and Path(rows["broken"]["log"]).is_file()
+    # the table is the lenses' own results
+    for lens_id in ("a", "b"):
+        record = json.loads((tmp_path / "out" / "lenses" / lens_id / "result.json").read_text())
+        theta = record["parameters"]["lenses[0].mass[0].einstein_radius"]
+        assert rows[lens_id]["lenses[0].mass[0].einstein_radius"] == theta["median"]
+        assert rows[lens_id]["n_evaluations"] == record["n_evaluations"]
+        assert abs(theta["median"] - 0.9) < 0.01  # the simulated lens's radius
+    assert (tmp_path / "out" / "catalogue.csv").is_file()
+    assert (tmp_path / "out" / "catalogue.parquet").is_file()
+    out = capsys.readouterr().out
+    assert "1 of 3 lenses failed" in out and "broken" in out
+
+    # the rerun: finished lenses untouched, the failed one tried again (and failing again)
+    stamps = {i: (tmp_path / "out/lenses" / i / "result.json").stat().st_mtime_ns for i in "ab"}
+    again = run_catalogue(load_catalogue(tmp_path / "catalogue.toml"), workers=2, plot=False)
+    assert [str(r["status"]) for r in again] == ["done", "done", "failed"]
+    for i in "ab":
+        assert (tmp_path / "out/lenses" / i / "result.json").stat().st_mtime_ns == stamps[i]
+    assert "2 already done, 1 to fit" in capsys.readouterr().out
+
+
+def _worker_pids(parent: int) -> list[int]:
+    import psutil
+
+    children = psutil.Process(parent).children(recursive=True)
+    return [p.pid for p in children if "spawn_main" in " ".join(p.cmdline())]
+
+
+def test_killed_worker_and_killed_command_still_fit_every_lens_once(tmp_path):
+    csv = "id,data,noise_map,psf\n" + "".join(
+        f"l{i},lens/data.fits,lens/noise_map.fits,lens/psf.fits\n" for i in range(3)
+    )
+    path = _catalogue(tmp_path, csv)
+    command = [sys.executable, "-m", "twinlens", "batch", str(path), "--workers", "2"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    lenses = tmp_path / "out" / "lenses"
+    # kill one worker process as soon as a fit is under way: its nanny restarts it and the
+    # scheduler gives its lens to a worker again
+    deadline = time.monotonic() + 300
+    while not any(lenses.glob("*.partial/nautilus.work.hdf5")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    workers = _worker_pids(process.pid)
+    assert workers, "no worker processes found"
+    os.kill(workers[0], signal.SIGKILL)
+    # then stop the whole command once one lens has finished
+    while not any((p / "result.json").exists() for p in lenses.glob("l?")):
+        assert process.poll() is None or process.returncode == 0, process.stdout.read()
+        if time.monotonic() > deadline:
+            raise AssertionError("no lens finished")
+        time.sleep(0.2)
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+    process.communicate(timeout=120)
+    finished = {p.name: (p / "result.json").read_bytes() for p in lenses.glob("l?")}
+    assert finished
+
+    # the rerun fits what is left; what had finished is not fitted again
+    rerun = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert f"{len(finished)} already done" in rerun.stdout
+    for name, record in finished.items():
+        assert (lenses / name / "result.json").read_bytes() == record
+    results = [json.loads((lenses / f"l{i}" / "result.json").read_text()) for i in range(3)]
+    assert not list(lenses.glob("*.partial"))
+    # the same data and seed: every lens's fit is the same, however it was interrupted
+    assert len({r["n_evaluations"] for r in results}) == 1
+    assert len({r["log_evidence"] for r in results}) == 1
+
+
+@pytest.mark.parametrize(
+    ("csv", "message"),
+    [
+        ("id,data,noise_map,psf,colour\na,d,n,p,1\n", "lens a, column colour"),
+        ("id,data,noise_map,psf\na,d,n,p\na,d,n,p\n", "'a' appears twice"),
+        ("id,data,noise_map,psf\na b,d,n,p\n", "lens id 'a b'"),
+        (
+            "id,data,noise_map,psf,lens[0].mass[0].theta\na,d,n,p,1.0\n",
+            "lens a, column lens[0].mass[0].theta: lens[0].mass[0] (SIE) sets no parameter",
+        ),
+        (
+            "id,data,noise_map,psf,lens[0].mass[3].einstein_radius\na,d,n,p,1.0\n",
+            "the template has no lens[0].mass[3]",
+        ),
+        (
+            'id,data,noise_map,psf,lens[0].mass[0].einstein_radius\na,d,n,p,"{uniform = [2, 1]}"\n',
+            "lens a: lens[0].mass[0].einstein_radius",
+        ),
+        ("id,data,psf\na,d,p\n", "lens a: no noise_map"),
+    ],
+)
+def test_catalogue_mistakes_name_the_lens_and_the_column(tmp_path, csv, message):
+    (tmp_path / "lens").mkdir()  # no data: a mistake is found before any file is read
+    with pytest.raises(CatalogueError) as err:
+        load_catalogue(_catalogue(tmp_path, csv))
+    assert message in str(err.value)
+
+
+def test_job_scripts_carry_the_cluster_table(tmp_path):
+    table = {
+        "kind": "slurm",
+        "cores": 4,
+        "memory": "8GB",
+        "walltime": "02:30:00",
+        "queue": "short",
+        "account": "lensing",
+        "job_extra_directives": ["--constraint=avx2"],
+    }
+    with jobqueue_cluster(table) as cluster:  # builds the script; submits nothing
+        script = cluster.job_script()
+    for text in ("#SBATCH -p short", "#SBATCH -A lensing", "#SBATCH -t 02:30:00", "avx2"):
+        assert text in script, script
+    assert "--nthreads 4" in script or "--nworkers 1 --nthreads 4" in script
+    with jobqueue_cluster({**table, "kind": "pbs", "job_extra_directives": []}) as cluster:
+        pbs = cluster.job_script()
+    assert "#PBS -q short" in pbs and "#PBS -A lensing" in pbs and "walltime=02:30:00" in pbs
+    with pytest.raises(ClusterError, match="needs memory"):
+        jobqueue_cluster({"kind": "slurm", "cores": 4})
+    with pytest.raises(ClusterError, match="unknown entries gpus"):
+        jobqueue_cluster({"kind": "slurm", "cores": 4, "memory": "1GB", "gpus": 1})
+
+
+def test_the_numba_cache_survives_four_processes_starting_at_once(tmp_path):
+    # four processes compile the same likelihood into one empty cache folder at once
+    _small_dataset(tmp_path)
+    code = (
+        "import numpy as np, sys; from twinlens.job.config import parse_config; "
+        "import tomllib; from twinlens.search import Objective; "
+        f"c = parse_config(tomllib.loads(open({str(tmp_path / 't.toml')!r}).read()), "
+        f"{str(tmp_path)!r}); o = Objective.build(c.model, c.dataset, 'numba'); "
+        "print(repr(float(o.log_likelihood(np.array([[0.9, 0.25]]))[0])))"
+    )
+    dataset = '[dataset]\ndata = "data.fits"\nnoise_map = "noise_map.fits"\npsf = "psf.fits"\n'
+    (tmp_path / "t.toml").write_text(TEMPLATE.replace("[dataset]\n", dataset))
+    env = {**os.environ, "TWINLENS_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(4)
+    ]
+    outputs = [r.communicate(timeout=900) for r in runs]
+    assert all(r.returncode == 0 for r in runs), [o[1][-2000:] for o in outputs]
+    values = {o[0].strip() for o in outputs}
+    assert len(values) == 1 and np.isfinite(float(values.pop()))
+    # and a fifth, later, reads the cache the four wrote
+    later = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert later.returncode == 0 and later.stdout.strip() == outputs[0][0].strip()
