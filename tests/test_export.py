@@ -441,6 +441,96 @@ def test_posterior_errors(tmp_path):
         to_coolest(tracer, out, mode="MOCK", posterior={"lenses[0].mass[0].centre[0]": (0,) * 4})
 
 
+# -- priors -----------------------------------------------------------------------------------
+
+
+def test_priors_written_with_their_types(tmp_path):
+    from coolest.template.json import JSONSerializer
+
+    from twinlens.model import GaussianPrior, LogUniformPrior, TruncatedGaussianPrior, UniformPrior
+
+    n = 2.0
+    tracer = Tracer(
+        Galaxy((SIE((0.01, 0.02), (0.1, 0.05), 1.0), ExternalShear(0.03, -0.01))),
+        Galaxy(light=Sersic((0.1, 0.0), (0.0, 0.1), 0.4, n, 3.0)),
+    )
+    priors = {
+        "lenses[0].mass[0].centre[0]": GaussianPrior(0.0, 0.1),
+        "lenses[0].mass[0].centre[1]": TruncatedGaussianPrior(0.0, 0.1, -0.3, 0.3),
+        "lenses[0].mass[0].ell_comps[0]": UniformPrior(-0.4, 0.4),
+        "lenses[0].mass[0].einstein_radius": UniformPrior(0.5, 2.0),
+        "lenses[0].mass[1].gamma_1": UniformPrior(-0.1, 0.1),
+        "sources[0].light[0].centre[0]": LogUniformPrior(0.01, 1.0),
+        "sources[0].light[0].effective_radius": UniformPrior(0.1, 1.0),
+        "sources[0].light[0].intensity": GaussianPrior(3.0, 0.5),
+    }
+    path = _export(tracer, tmp_path, priors=priors)
+
+    def prior(entity, model, name):
+        return _param(path, entity, model, 0, name)["prior"]
+
+    assert prior(0, "mass", "center_x") == {"type": "GaussianPrior", "mean": 0.0, "width": 0.1}
+    assert prior(0, "mass", "theta_E") == {
+        "type": "UniformPrior",
+        "min_value": 0.5,
+        "max_value": 2.0,
+    }
+    # COOLEST's Sersic has b = 1.9992 n - 0.3271 where ours has the exact b_n: theta_eff and
+    # I_eff are our radius and intensity scaled, and so are their priors
+    b_c, b_n = 1.9992 * n - 0.3271, gammaincinv(2 * n, 0.5)
+    radius, amplitude = (b_c / b_n) ** n, math.exp(b_n - b_c)
+    theta_eff = prior(2, "light", "theta_eff")
+    assert theta_eff["type"] == "UniformPrior"
+    np.testing.assert_allclose(
+        [theta_eff["min_value"], theta_eff["max_value"]], [0.1 * radius, radius], rtol=1e-12
+    )
+    i_eff = prior(2, "light", "I_eff")
+    assert i_eff["type"] == "GaussianPrior"
+    np.testing.assert_allclose(
+        [i_eff["mean"], i_eff["width"]], [3.0 * amplitude, 0.5 * amplitude], rtol=1e-12
+    )
+    # no COOLEST equivalent: type null, and the description says which prior and why
+    no_kind = {
+        (0, "mass", "center_y"): ("TruncatedGaussianPrior", "centre[1]", "has no"),
+        (2, "light", "center_x"): ("LogUniformPrior", "centre[0]", "has no"),
+        (0, "mass", "q"): ("UniformPrior(lower=-0.4", "ell_comps[0]", "induced on q"),
+        (0, "mass", "phi"): ("UniformPrior(lower=-0.4", "ell_comps[0]", "induced on phi"),
+        (1, "mass", "gamma_ext"): ("UniformPrior(lower=-0.1", "gamma_1", "induced on gamma_ext"),
+    }
+    for (entity, model, name), words in no_kind.items():
+        p = prior(entity, model, name)
+        assert p["type"] is None, name
+        assert all(w in p["description"] for w in words), (name, p["description"])
+    # no prior: held fixed by the fit (and marked so)
+    assert prior(2, "light", "n") == {"type": None}
+    assert _param(path, 2, "light", 0, "n")["fixed"] is True
+    assert _param(path, 0, "mass", 0, "theta_E")["fixed"] is False
+
+    # COOLEST's reader takes every prior, and ours still reads the model
+    serializer = JSONSerializer(str(path.with_suffix("")), check_external_files=False)
+    document = serializer.load_simple(str(path), as_object=True, validate=False)
+    read = document.lensing_entities[0].mass_model[0].parameters
+    assert type(read["theta_E"].prior).__name__ == "UniformPrior"
+    assert (read["theta_E"].prior.min_value, read["theta_E"].prior.max_value) == (0.5, 2.0)
+    assert read["q"].prior.type is None
+    _assert_same_fields(tracer, from_coolest(path))
+
+
+def test_prior_errors_and_unused_priors(tmp_path):
+    from twinlens.model import UniformPrior
+
+    lens = Galaxy((SIE(einstein_radius=1.0), ExternalShear(0.01, 0.0)))
+    tracer = Tracer(lens, Galaxy(light=Sersic()))
+    out = tmp_path / "m.json"
+    with pytest.raises(KeyError, match="names no parameter"):
+        to_coolest(tracer, out, priors={"lenses[0].mass[0].slope": UniformPrior()})
+    with pytest.raises(TypeError, match="twinlens prior"):
+        to_coolest(tracer, out, priors={"lenses[0].mass[0].einstein_radius": (0.5, 2.0)})
+    # COOLEST's shear has no origin: a prior on ours has nowhere to go
+    with pytest.warns(UserWarning, match=r"priors on parameters .*mass\[1\]\.origin\[0\]"):
+        to_coolest(tracer, out, priors={"lenses[0].mass[1].origin[0]": UniformPrior(-1, 1)})
+
+
 # -- datasets ---------------------------------------------------------------------------------
 
 

@@ -89,6 +89,7 @@ from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity, ellipticity_from_axis_ratio
 from twinlens.kernels.light import sersic_b, sersic_b_capaccioli, sersic_with_other_b
 from twinlens.model.paths import get_path
+from twinlens.model.priors import GaussianPrior, Prior, UniformPrior
 from twinlens.profiles.composite import MassSum
 from twinlens.profiles.isothermal import SIE, SIS
 from twinlens.profiles.light import Exponential, LinearExponential, LinearSersic, Sersic
@@ -108,6 +109,7 @@ def _load_coolest() -> SimpleNamespace:
     try:
         import coolest
         from coolest.template import lazy
+        from coolest.template.classes import probabilities
         from coolest.template.json import JSONSerializer
         from coolest.template.standard import COOLEST
     except ImportError as err:
@@ -115,7 +117,11 @@ def _load_coolest() -> SimpleNamespace:
             f"COOLEST export and import need the coolest package: {_INSTALL}"
         ) from err
     return SimpleNamespace(
-        lazy=lazy, COOLEST=COOLEST, JSONSerializer=JSONSerializer, version=coolest.__version__
+        lazy=lazy,
+        probabilities=probabilities,
+        COOLEST=COOLEST,
+        JSONSerializer=JSONSerializer,
+        version=coolest.__version__,
     )
 
 
@@ -459,6 +465,87 @@ class _Posterior:
             )
 
 
+# -- priors ----------------------------------------------------------------------------------
+
+
+class _Priors:
+    """Our priors on free parameters, as priors of COOLEST's parameters.
+
+    A COOLEST parameter that is an affine function of one free parameter of ours (the others
+    fixed) gets the image of its prior when COOLEST has that kind: ``UniformPrior`` (ours and
+    COOLEST's, bounds mapped) and ``GaussianPrior`` (COOLEST's ``mean`` and ``width``). COOLEST
+    has no log-uniform or truncated Gaussian prior, and the prior that ours induce on a
+    nonlinear function (``q`` and ``phi`` of ``ell_comps``, ``gamma_ext`` and ``phi_ext`` of
+    the shear, ``theta_eff`` when ``n`` is free too) has no closed form: those parameters get a
+    prior of type null whose ``description`` says so and names our priors. A parameter with no
+    free input keeps COOLEST's empty prior and is marked fixed, except an amplitude ``I_eff``,
+    which the fit solved linearly (its prior stays empty, and it is not fixed)."""
+
+    def __init__(self, priors: Any, tracer: Tracer) -> None:
+        try:
+            items = dict(priors)
+        except (TypeError, ValueError):
+            raise TypeError(
+                "priors must map parameter paths to twinlens priors (a dict, or Model.priors), "
+                f"got {type(priors).__name__}"
+            ) from None
+        for key, prior in items.items():
+            get_path(tracer, key)  # a KeyError naming the tracer's parameters
+            if not isinstance(prior, Prior):
+                raise TypeError(
+                    f"priors[{key!r}] must be a twinlens prior (twinlens.model), got "
+                    f"{type(prior).__name__}"
+                )
+        self.priors: dict[str, Prior] = items
+        self.used: set[str] = set()
+
+    def coolest(self, proba: Any, param: _Param, tracer: Tracer) -> Any:
+        """COOLEST's prior of ``param`` (from the module ``proba``), or None for none."""
+        free = [p for p in param.inputs if p in self.priors]
+        if param.name == "I_eff" and param.inputs[0] not in free:
+            return None  # an amplitude the fit solved (a linear profile's): no prior
+        if not free:
+            return None
+        self.used.update(free)
+        named = " and ".join(f"{self.priors[p]!r} on {p}" for p in free)
+        if len(free) == 1 and free[0] in param.affine_in:
+            (path,) = free
+            prior = self.priors[path]
+            fixed = {p: float(get_path(tracer, p)) for p in param.inputs if p != path}
+
+            def at(x: float) -> float:
+                return float(param.fn(*[x if p == path else fixed[p] for p in param.inputs]))
+
+            if isinstance(prior, UniformPrior):
+                lo, hi = sorted((at(prior.lower), at(prior.upper)))
+                return proba.UniformPrior(min_value=lo, max_value=hi)
+            if isinstance(prior, GaussianPrior):
+                mean = at(prior.mean)
+                return proba.GaussianPrior(
+                    mean=mean, width=abs(at(prior.mean + prior.sigma) - mean)
+                )
+            why = f"COOLEST has no {type(prior).__name__}"
+        else:
+            why = f"the prior induced on {param.name} has no COOLEST form"
+        kind = "priors" if len(free) > 1 else "prior"
+        return proba.Prior(None, description=f"twinlens {kind} {named}; {why}")
+
+    def fixed(self, param: _Param) -> bool:
+        """Whether the fit held ``param`` fixed: no input has a prior, and it is no amplitude
+        (a linear profile's intensity is solved, not fixed)."""
+        return param.name != "I_eff" and not any(p in self.priors for p in param.inputs)
+
+    def report(self, stacklevel: int) -> None:
+        unused = [p for p in self.priors if p not in self.used]
+        if unused:
+            warnings.warn(
+                f"priors on parameters that no COOLEST parameter depends on (not written): "
+                f"{unused}",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
+
+
 # -- files -----------------------------------------------------------------------------------
 
 
@@ -541,6 +628,7 @@ def to_coolest(
     *,
     dataset: Any = None,
     posterior: Mapping[str, Any] | None = None,
+    priors: Any = None,
     mode: str = "MAP",
     lens_redshift: float | None = None,
     source_redshift: float | None = None,
@@ -572,6 +660,11 @@ def to_coolest(
         ``gamma``, ``n``, and ``theta_eff`` or ``I_eff`` when ``n`` is fixed); other
         parameters are left without statistics, with a warning. Paths that no exported
         parameter uses are reported in a warning.
+    priors : mapping, optional
+        Our parameter paths to the priors of the fit (a dict, or
+        :attr:`twinlens.model.Model.priors`): written as COOLEST priors where COOLEST has the
+        same kind, and otherwise as a prior of type null whose ``description`` names ours and
+        says why (see :class:`_Priors`). Without it every prior is COOLEST's empty one.
     mode : {"MAP", "MOCK"}
         COOLEST's mode: a fitted model (with posterior statistics) or a mock.
     lens_redshift, source_redshift : float, optional
@@ -614,6 +707,7 @@ def to_coolest(
     out = _json_path(path, must_exist=False)
     exports, skipped = _collect(tracer, unsupported_light)
     post = None if posterior is None else _Posterior(posterior, tracer)
+    prior_map = None if priors is None else _Priors(priors, tracer)
 
     entities: list[Any] = []
     owners: list[tuple[list[_Export], list[_Export]]] = []
@@ -647,9 +741,11 @@ def to_coolest(
         for model, exported in ((entity.mass_model, mass), (light_model, light)):
             for profile, export in zip(model, exported, strict=True):
                 recorded[profile.id] = {"path": export.path, "type": type(export.profile).__name__}
-                _fill(lazy, profile, export, tracer, post)
+                _fill(c, profile, export, tracer, post, prior_map)
     if post is not None:
         post.report(stacklevel=3)
+    if prior_map is not None:
+        prior_map.report(stacklevel=3)
 
     observation, instrument, likelihoods, obs_meta = _observation(lazy, dataset, out)
     from twinlens import __version__
@@ -678,8 +774,10 @@ def to_coolest(
     return out
 
 
-def _fill(lazy: Any, profile: Any, export: _Export, tracer: Tracer, post: Any) -> None:
-    """Set one COOLEST profile's point estimates (and posterior statistics)."""
+def _fill(
+    c: SimpleNamespace, profile: Any, export: _Export, tracer: Tracer, post: Any, priors: Any
+) -> None:
+    """Set one COOLEST profile's point estimates (and posterior statistics and priors)."""
     where = f"{export.path} ({type(export.profile).__name__})"
     for p in export.params:
         parameter = profile.parameters[p.name]
@@ -700,7 +798,13 @@ def _fill(lazy: Any, profile: Any, export: _Export, tracer: Tracer, post: Any) -
             parameter.fix()
         stats = None if post is None else post.stats(p, tracer, where)
         if stats is not None:
-            parameter.set_posterior(lazy.PosteriorStatistics(**stats))
+            parameter.set_posterior(c.lazy.PosteriorStatistics(**stats))
+        if priors is not None:
+            prior = priors.coolest(c.probabilities, p, tracer)
+            if prior is not None:
+                parameter.set_prior(prior)
+            elif priors.fixed(p):
+                parameter.fix()
 
 
 # -- from COOLEST ----------------------------------------------------------------------------
