@@ -57,6 +57,16 @@ For a file without that record, every entity becomes a galaxy of its own: a lens
 mass; a light-only galaxy is a lens-plane galaxy if its redshift is at most the lenses', and
 otherwise (or with no redshifts) a source.
 
+Priors
+------
+With ``priors`` (the fit's, e.g. :attr:`twinlens.model.Model.priors`) each COOLEST parameter
+that is an affine function of one free parameter of ours gets the image of its prior when
+COOLEST has that kind: ``UniformPrior`` and ``GaussianPrior``. COOLEST has no log-uniform or
+truncated Gaussian prior, and the prior ours induce on a nonlinear parameter (``q``, ``phi``,
+``gamma_ext``, ``phi_ext``; ``theta_eff`` with ``n`` free) has no closed form: those get a
+prior of type null whose ``description`` names ours and says why. A parameter no free
+parameter of ours reaches is marked ``fixed``, except a solved amplitude ``I_eff``.
+
 Observation
 -----------
 With ``dataset`` (an :class:`~twinlens.fit.imaging.Imaging`), the data, noise map, PSF kernel
