@@ -4,6 +4,8 @@ caustics; the corner plot of the posterior. Each function writes one PNG and ret
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +14,11 @@ import numpy as np
 from twinlens.fit.likelihood import FitImaging
 from twinlens.fit.tracer import Tracer
 from twinlens.kernels import lensing
+from twinlens.model.paths import readable_label
 
 __all__ = [
+    "corner_figure",
+    "corner_labels",
     "critical_curves_and_caustics",
     "plot_corner",
     "plot_fit",
@@ -142,22 +147,135 @@ def plot_lens(tracer: Tracer, extent: tuple[float, float, float, float], path: s
     return Path(path)
 
 
-def plot_corner(
-    samples: np.ndarray, labels: tuple[str, ...], path: str | Path, truths: Any = None
-) -> Path:
-    """The corner plot of posterior samples ``(n, d)`` (the ``corner`` package)."""
+_LATEX = re.compile(r"(?P<name>.+)\^\{\\rm (?P<where>[LS]\d+[ml]\d+(?:\.[A-Za-z_]+\d+)*)\}")
+_WHERE = re.compile(r"([LS])(\d+)([ml])(\d+)")
+
+
+def _path_from_latex(label: str) -> str | None:
+    """The parameter path a :func:`~twinlens.model.latex_label` was made from, or None when
+    ``label`` is not one (checked by making the label again)."""
+    from twinlens.model.model import _LABELS, latex_label
+
+    m = _LATEX.fullmatch(label)
+    if m is None:
+        return None
+    names = {v: k for k, v in _LABELS.items()}
+    last = names.get(m["name"], m["name"].replace(r"\_", "_"))
+    head, *nested = m["where"].split(".")
+    w = _WHERE.fullmatch(head)
+    if w is None:
+        return None
+    role = "lenses" if w[1] == "L" else "sources"
+    kind = "mass" if w[3] == "m" else "light"
+    parts = [f"{role}[{w[2]}]", f"{kind}[{w[4]}]"]
+    parts += [re.sub(r"(\d+)$", r"[\1]", step) for step in nested]
+    path = ".".join([*parts, last])
+    return path if latex_label(path) == label else None
+
+
+def corner_labels(labels: Sequence[str], paths: Sequence[str] | None = None) -> list[str]:
+    """Axis labels of a corner plot: each parameter's path as the TOML file names it, with its
+    unit (:func:`~twinlens.model.paths.readable_label`). ``paths`` default to those the LaTeX
+    ``labels`` were made from; a label that is no parameter's is kept, as LaTeX."""
+    out = []
+    for i, label in enumerate(labels):
+        path = paths[i] if paths is not None else _path_from_latex(label)
+        out.append(f"${label}$" if path is None else readable_label(path))
+    return out
+
+
+def _ranges(samples: np.ndarray, truths: np.ndarray | None) -> list[tuple[float, float]]:
+    """Each axis spans 99.8% of the samples and the truth, with a margin."""
+    lo, hi = np.percentile(samples, [0.1, 99.9], axis=0)
+    if truths is not None:
+        finite = np.isfinite(truths)
+        lo = np.where(finite, np.minimum(lo, np.where(finite, truths, 0.0)), lo)
+        hi = np.where(finite, np.maximum(hi, np.where(finite, truths, 0.0)), hi)
+    pad = 0.06 * np.maximum(hi - lo, 1e-12 * np.maximum(np.abs(hi), 1.0))
+    return [(float(a), float(b)) for a, b in zip(lo - pad, hi + pad, strict=True)]
+
+
+def _digits(width: float) -> int:
+    """Decimals that show two significant figures of a posterior's width."""
+    if not (np.isfinite(width) and width > 0):
+        return 3
+    return int(np.clip(1 - np.floor(np.log10(width)), 0, 8))
+
+
+def corner_figure(
+    samples: np.ndarray,
+    labels: Sequence[str],
+    truths: Any = None,
+    *,
+    paths: Sequence[str] | None = None,
+) -> Any:
+    """The corner plot of posterior samples ``(n, d)`` as a matplotlib figure (the ``corner``
+    package); see :func:`plot_corner`."""
     import corner
 
     plt = _pyplot()
+    samples = np.asarray(samples, dtype=float)
     spread = np.ptp(samples, axis=0) > 0  # a parameter that never moved has no histogram
-    fig = corner.corner(
-        samples[:, spread],
-        labels=[f"${label}$" for label, keep in zip(labels, spread, strict=True) if keep],
-        truths=None if truths is None else np.asarray(truths)[spread],
+    kept = samples[:, spread]
+    k = kept.shape[1]
+    names = [n for n, keep in zip(corner_labels(labels, paths), spread, strict=True) if keep]
+    truth = None if truths is None else np.asarray(truths, dtype=float)[spread]
+    size = float(np.clip(0.9 * k + 2.5, 5.0, 12.0))  # inches: a laptop screen at 100 dpi
+    font = 7.0 if k > 6 else 9.0
+    fig = plt.figure(figsize=(size, size))
+    corner.corner(
+        kept,
+        fig=fig,
+        truths=truth,
+        range=_ranges(kept, truth),
         quantiles=[0.16, 0.5, 0.84],
-        show_titles=True,
-        title_fmt=".3f",
+        max_n_ticks=3,
     )
-    fig.savefig(path, dpi=70)
+    axes = np.asarray(fig.axes).reshape(k, k)
+    med = np.median(kept, axis=0)
+    lo, hi = np.percentile(kept, [16.0, 84.0], axis=0)
+    for i in range(k):
+        d = _digits(hi[i] - lo[i])
+        axes[i, i].set_title(
+            f"${med[i]:.{d}f}^{{+{hi[i] - med[i]:.{d}f}}}_{{-{med[i] - lo[i]:.{d}f}}}$",
+            fontsize=font,
+        )
+        # long labels: vertical under the bottom row, horizontal left of the first column
+        axes[-1, i].set_xlabel(names[i], fontsize=font, rotation=90)
+        if i > 0:
+            axes[i, 0].set_ylabel(names[i], fontsize=font, rotation=0, ha="right", va="center")
+    for ax in axes.ravel():
+        ax.tick_params(labelsize=0.85 * font)
+    # margins in inches: the longest label and the tick labels, at most a third of the figure
+    margin = min(0.6 + max(len(n) for n in names) * 0.55 * font / 72, size / 3)
+    fig.subplots_adjust(
+        left=margin / size,
+        bottom=margin / size,
+        right=1 - 0.1 / size,
+        top=1 - 0.3 / size,
+        wspace=0.08,
+        hspace=0.08,
+    )
+    return fig
+
+
+def plot_corner(
+    samples: np.ndarray,
+    labels: Sequence[str],
+    path: str | Path,
+    truths: Any = None,
+    *,
+    paths: Sequence[str] | None = None,
+) -> Path:
+    """The corner plot of posterior samples ``(n, d)`` (the ``corner`` package).
+
+    Axes are labelled with the parameters' paths and units (``paths``, or those the LaTeX
+    ``labels`` of :attr:`twinlens.model.Model.labels` were made from), span 99.8% of the
+    samples and ``truths`` (so a truth far from the posterior is still drawn), and the figure
+    stays within 12 inches a side. Each diagonal panel is titled with the median and the 68%
+    interval."""
+    plt = _pyplot()
+    fig = corner_figure(samples, labels, truths, paths=paths)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return Path(path)

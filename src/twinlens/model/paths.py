@@ -17,7 +17,7 @@ from typing import Any
 
 from twinlens.fields import ValueIdentity
 
-__all__ = ["get_path", "parameter_paths", "set_paths"]
+__all__ = ["get_path", "parameter_paths", "readable_label", "set_paths"]
 
 _TOKEN = re.compile(r"([A-Za-z_]\w*)((?:\[\d+\])*)")
 
@@ -44,6 +44,38 @@ def parameter_paths(obj: ValueIdentity) -> list[str]:
 
     walk(obj, "")
     return out
+
+
+# units of a parameter by its field name: arcsec for lengths and positions, degrees for
+# angles; ratios, ellipticities, shears, slopes and indices have none
+_ARCSEC = {
+    "centre",
+    "origin",
+    "einstein_radius",
+    "effective_radius",
+    "scale_radius",
+    "core_radius",
+    "break_radius",
+    "sigma",
+    "r_s",
+    "r_c",
+}
+_DEGREES = {"angle", "reference_angle"}
+
+
+def readable_label(path: str, units: bool = True) -> str:
+    """A plain-text label for a parameter path: named as in a fit's TOML file (``lens``,
+    ``source``), with its unit, e.g. ``lens[0].mass[0].einstein_radius ["]``."""
+    steps = path.split(".")
+    head = {"lenses": "lens", "sources": "source"}
+    m = _TOKEN.fullmatch(steps[0])
+    if m is not None and m.group(1) in head:
+        steps[0] = head[m.group(1)] + m.group(2)
+    label = ".".join(steps)
+    field = _TOKEN.fullmatch(steps[-1])
+    name = field.group(1) if field is not None else ""
+    unit = '"' if name in _ARCSEC else "deg" if name in _DEGREES else ""
+    return f"{label} [{unit}]" if units and unit else label
 
 
 @lru_cache(maxsize=4096)
