@@ -19,7 +19,19 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if missing:
         print(f"backend(s) not installed: {', '.join(missing)}", file=sys.stderr)
         return 2
-    rows = validate.run(backends, seed=args.seed, n_points=args.points)
+    try:
+        kernels = validate.select_kernels(args.kernel)
+    except ValueError as err:
+        return _usage_error(str(err))
+    # progress on standard error, so that --json keeps standard output machine-readable
+    progress = None if args.quiet else validate.print_progress()
+    rows = validate.run(
+        backends,
+        seed=args.seed,
+        n_points=args.points,
+        kernels=[k.name for k in kernels],
+        progress=progress,
+    )
     failed = [r for r in rows if not r.passed]
     if args.json:
         print(json.dumps({"rows": validate.as_dicts(rows), "passed": not failed}, indent=1))
@@ -152,6 +164,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     v.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     v.add_argument("--points", type=int, default=512, help="points per parameter case")
+    v.add_argument(
+        "--kernel",
+        action="append",
+        metavar="NAME",
+        help="a kernel (isothermal.deflections) or family (isothermal) to check (repeatable)",
+    )
+    v.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
     v.set_defaults(func=_cmd_validate)
     i = sub.add_parser("info", help="version, backends, threads and devices")
     i.add_argument("--json", action="store_true", help="machine-readable output")

@@ -8,9 +8,13 @@ kernel's tolerance.
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import sys
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import TextIO
 
 import numpy as np
 
@@ -115,21 +119,100 @@ def _as_tuple(out) -> tuple:
     return out if isinstance(out, tuple) else (out,)
 
 
-def run(backends: list[str] | None = None, seed: int = 0, n_points: int = 512) -> list[Row]:
-    """Validate every registered kernel; returns the report rows."""
+@dataclass(frozen=True)
+class Step:
+    """Progress after one kernel: ``done`` of ``total`` kernels, that kernel's name and rows,
+    and the seconds since :func:`run` started."""
+
+    done: int
+    total: int
+    kernel: str
+    rows: tuple[Row, ...]
+    elapsed: float
+
+
+def select_kernels(names: Sequence[str] | None = None) -> list[Kernel]:
+    """The registered kernels named in ``names`` (all when None), by name.
+
+    A name is a kernel's full name (``isothermal.deflections``) or a family, the part before
+    the dot (``isothermal``: every ``isothermal.*`` kernel). A name that matches nothing
+    raises ``ValueError``, with the closest registered names."""
+    kernels = all_kernels()
+    if names is None:
+        return kernels
+    if isinstance(names, str):  # one name, not its letters
+        names = [names]
+    families = {k.name.split(".")[0] for k in kernels}
+    unknown = [n for n in names if n not in families and n not in {k.name for k in kernels}]
+    if unknown:
+        known = sorted({k.name for k in kernels} | families)
+        hints = [
+            f"{n!r} (did you mean {', '.join(map(repr, close))}?)" if close else repr(n)
+            for n in unknown
+            for close in [difflib.get_close_matches(n, known, n=3)]
+        ]
+        raise ValueError(
+            f"no kernel or kernel family named {', '.join(hints)}; families: "
+            f"{', '.join(sorted(families))}"
+        )
+    wanted = set(names)
+    return [k for k in kernels if k.name in wanted or k.name.split(".")[0] in wanted]
+
+
+def run(
+    backends: list[str] | None = None,
+    seed: int = 0,
+    n_points: int = 512,
+    *,
+    kernels: Sequence[str] | None = None,
+    progress: Callable[[Step], object] | None = None,
+) -> list[Row]:
+    """Validate the registered kernels (all, or those ``kernels`` names: see
+    :func:`select_kernels`); returns the report rows.
+
+    ``progress``, when given, is called after each kernel with a :class:`Step` (a full run
+    takes minutes on a cold numba cache; :func:`print_progress` writes one line per step)."""
     backends = backends or available_backends()
+    chosen = select_kernels(kernels)
+    start = time.perf_counter()
     rows: list[Row] = []
-    for kernel in all_kernels():
+    for done, kernel in enumerate(chosen, 1):
         usable = [b for b in backends if b in kernel.backends]
         missing = [b for b in backends if b not in kernel.backends]
-        rows += validate_kernel(kernel, usable, seed=seed, n_points=n_points)
+        these = validate_kernel(kernel, usable, seed=seed, n_points=n_points)
         _release_jax_programs()
-        rows += [
+        these += [
             Row(kernel.name, f"{b} vs numpy", float("nan"), float("nan"), kernel.tol.rtol,
                 kernel.tol.atol, False, 0, error=f"no {b} implementation")
             for b in missing
         ]  # fmt: skip
+        rows += these
+        if progress is not None:
+            progress(
+                Step(done, len(chosen), kernel.name, tuple(these), time.perf_counter() - start)
+            )
     return rows
+
+
+def print_progress(stream: TextIO | None = None) -> Callable[[Step], None]:
+    """A ``progress`` callback for :func:`run` that writes one flushed line per kernel to
+    ``stream`` (default: standard error, so a ``--json`` report on standard output stays
+    machine-readable)."""
+
+    def write(step: Step) -> None:
+        failed = sum(not r.passed for r in step.rows)
+        verdict = f"{failed} FAILED" if failed else "pass"
+        used = dict.fromkeys(b for r in step.rows for b in r.backends.split(" vs "))
+        on = ", ".join(b for b in used if b != "numpy") or "numpy only"
+        out = stream if stream is not None else sys.stderr
+        print(
+            f"validate: {step.done}/{step.total} kernels, {step.kernel} on {on}: {verdict}"
+            f" ... {step.elapsed:.0f} s",
+            file=out,
+            flush=True,
+        )
+
+    return write
 
 
 def format_table(rows: list[Row]) -> str:
