@@ -18,7 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 from test_job import _small_dataset
 
@@ -216,17 +215,16 @@ def test_job_scripts_carry_the_cluster_table(tmp_path):
 
 
 def test_the_numba_cache_survives_four_processes_starting_at_once(tmp_path):
-    # four processes compile the same likelihood into one empty cache folder at once
-    _small_dataset(tmp_path)
+    # four processes compile the same kernels into one empty cache folder at once (as the
+    # workers of a node do on a fresh machine); all succeed, agree, and a fifth reads them
     code = (
-        "import numpy as np, sys; from twinlens.job.config import parse_config; "
-        "import tomllib; from twinlens.search import Objective; "
-        f"c = parse_config(tomllib.loads(open({str(tmp_path / 't.toml')!r}).read()), "
-        f"{str(tmp_path)!r}); o = Objective.build(c.model, c.dataset, 'numba'); "
-        "print(repr(float(o.log_likelihood(np.array([[0.9, 0.25]]))[0])))"
+        "import numpy as np; from twinlens.mass import SIE; from twinlens.light import Sersic; "
+        "xy = np.stack(np.meshgrid(np.linspace(-2, 2, 30), np.linspace(-2, 2, 30)), -1)"
+        ".reshape(-1, 2); "
+        "a = SIE((0.1, 0.0), (0.1, 0.05), 1.2).deflections(xy, backend='numba'); "
+        "b = Sersic((0.0, 0.1), (0.0, 0.1), 0.3, 1.5, 1.0).image(xy, backend='numba'); "
+        "print(repr(float(np.sum(a))), repr(float(np.sum(b))))"
     )
-    dataset = '[dataset]\ndata = "data.fits"\nnoise_map = "noise_map.fits"\npsf = "psf.fits"\n'
-    (tmp_path / "t.toml").write_text(TEMPLATE.replace("[dataset]\n", dataset))
     env = {**os.environ, "TWINLENS_CACHE_DIR": str(tmp_path / "cache")}
     runs = [
         subprocess.Popen(
@@ -240,8 +238,7 @@ def test_the_numba_cache_survives_four_processes_starting_at_once(tmp_path):
     ]
     outputs = [r.communicate(timeout=900) for r in runs]
     assert all(r.returncode == 0 for r in runs), [o[1][-2000:] for o in outputs]
-    values = {o[0].strip() for o in outputs}
-    assert len(values) == 1 and np.isfinite(float(values.pop()))
-    # and a fifth, later, reads the cache the four wrote
+    assert len({o[0] for o in outputs}) == 1
+    assert list((tmp_path / "cache").rglob("*.nbi")), "nothing was cached"
     later = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert later.returncode == 0 and later.stdout.strip() == outputs[0][0].strip()
+    assert later.returncode == 0 and later.stdout == outputs[0][0], later.stderr[-2000:]

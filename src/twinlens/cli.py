@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from twinlens.backend import BACKENDS
 
@@ -53,11 +54,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from twinlens.job import run_fit
     from twinlens.job.config import ConfigError, load_config
-    from twinlens.search import SEARCHES
     from twinlens.search.checkpoint import CheckpointMismatch
     from twinlens.search.stopping import EXIT_STOPPED, SearchStopped
 
@@ -86,18 +84,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         print(f"simulated the example lens into {folder}; fitting it with {config_path}")
     else:
         config_path = Path(args.config)
-    try:
-        config = load_config(config_path)
+    try:  # the search is checked against the backend that will run it
+        config = load_config(config_path, backend=args.backend)
     except ConfigError as err:
         return _usage_error(str(err))
-    if args.backend:
-        config.backend = args.backend
-    allowed = SEARCHES[config.search["name"]].backends
-    if config.backend not in allowed:
-        return _usage_error(
-            f"the {config.search['name']} search runs on {' or '.join(allowed)}, not on "
-            f"{config.backend} (--backend / the file's backend)"
-        )
     if args.example:
         truths = [example.TRUTH[p] for p in config.model.paths]
         output = folder / "fit_output"
@@ -130,6 +120,58 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 def _usage_error(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 2
+
+
+def _cmd_batch(args: argparse.Namespace) -> int:
+    from twinlens.catalogue import CatalogueError, ClusterError, load_catalogue, run_catalogue
+
+    if args.example is None and args.catalogue is None:
+        return _usage_error("give a catalogue file, or --example [N]")
+    if args.example is not None:
+        if args.catalogue is not None:
+            return _usage_error("give a catalogue file, or --example [N] (not both)")
+        from twinlens.catalogue import example
+
+        folder = Path(args.output) if args.output else Path.home() / "twinlens_batch_example"
+        path = example.write_example(folder, n_lenses=args.example, seed=args.seed)
+        print(f"simulated {args.example} lenses into {folder}; fitting them with {path}")
+    else:
+        path = Path(args.catalogue)
+    try:
+        catalogue = load_catalogue(path, backend=args.backend)
+        if args.output and args.example is None:
+            catalogue.output = Path(args.output)
+        table = run_catalogue(
+            catalogue,
+            cluster=args.cluster,
+            workers=args.workers,
+            threads_per_worker=args.threads_per_worker,
+            retries=args.retries,
+            progress=not args.quiet,
+        )
+    except (CatalogueError, ClusterError) as err:
+        return _usage_error(str(err))
+    except KeyboardInterrupt:
+        print(
+            "twinlens: interrupted; finished lenses are kept and interrupted ones resume from "
+            "their checkpoints: run the same command again",
+            file=sys.stderr,
+        )
+        return 130
+    if args.example is not None:
+        from twinlens.catalogue import example
+
+        example.report(catalogue, table)
+    failed = [r["id"] for r in table if r["status"] != "done"]
+    if failed:
+        print(
+            f"twinlens: {len(failed)} of {len(table)} lenses did not finish: "
+            f"{', '.join(failed[:10])}{' ...' if len(failed) > 10 else ''}; errors and logs in "
+            f"{catalogue.output / 'catalogue.csv'}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -194,6 +236,34 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=1, help="with --example: noise and search seed")
     f.add_argument("--quiet", action="store_true", help="no progress output")
     f.set_defaults(func=_cmd_fit)
+    b = sub.add_parser(
+        "batch",
+        help="fit every lens of a catalogue on a Dask cluster (local, SLURM, PBS or a scheduler)",
+    )
+    b.add_argument("catalogue", nargs="?", help="the catalogue TOML file (see docs/cluster.rst)")
+    b.add_argument(
+        "--example",
+        nargs="?",
+        type=int,
+        const=8,
+        metavar="N",
+        help="simulate N varied lenses (default 8) and fit them on a local cluster",
+    )
+    b.add_argument(
+        "--cluster",
+        metavar="KIND",
+        help="local (default), slurm, pbs or tcp://HOST:PORT (replaces [cluster].kind)",
+    )
+    b.add_argument("--workers", type=int, help="worker processes (local) or most jobs")
+    b.add_argument("--threads-per-worker", type=int, help="threads of each worker (default 1)")
+    b.add_argument("--output", help="output folder (default: the catalogue's)")
+    b.add_argument(
+        "--retries", type=int, default=2, help="tries again of a lens whose worker died (2)"
+    )
+    b.add_argument("--backend", choices=("numba", "jax"), help="override the template's")
+    b.add_argument("--seed", type=int, default=1, help="with --example: the simulation seed")
+    b.add_argument("--quiet", action="store_true", help="no progress output")
+    b.set_defaults(func=_cmd_batch)
     s = sub.add_parser("simulate", help="write the built-in example dataset and its fit.toml")
     s.add_argument("directory", help="folder to write into")
     s.add_argument("--seed", type=int, default=1, help="noise seed")
