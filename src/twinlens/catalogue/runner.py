@@ -174,11 +174,14 @@ def _run(
     ]
     began = time.monotonic()
     counts = {"done": 0, "failed": 0, "lost": 0}
+    seconds: list[float] = []
     total = len(todo)
     for future in as_completed(futures):
         try:
             row = future.result()
             counts[row["status"]] += 1
+            if row["status"] == "done" and not row["skipped"]:
+                seconds.append(row["seconds"])
         except Exception as err:  # the worker died more than ``retries`` times
             counts["lost"] += 1
             row = {"id": future.key, "status": "lost", "error": f"{type(err).__name__}: {err}"}
@@ -196,3 +199,23 @@ def _run(
                 f"{rate:.1f} lenses/hour, about {_clock(left)} left{note}",
                 flush=True,
             )
+    if progress:
+        _report_compile(client, seconds)
+
+
+def _compile_seconds(dask_worker: Any) -> float | None:
+    return getattr(dask_worker, "twinlens_compile_seconds", None)
+
+
+def _report_compile(client: Any, seconds: list[float]) -> None:
+    """Say what compiling cost each worker against what a lens's fit cost."""
+    import numpy as np
+
+    compiled = [v for v in client.run(_compile_seconds).values() if v is not None]
+    if compiled and seconds:
+        print(
+            f"catalogue: compiling took {np.median(compiled):.1f} s per worker (median of "
+            f"{len(compiled)}), a lens's fit {np.median(seconds):.1f} s (median of "
+            f"{len(seconds)})",
+            flush=True,
+        )
