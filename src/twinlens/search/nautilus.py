@@ -71,9 +71,10 @@ class Nautilus(Search):
     batch, and at least every ``checkpoint_every`` seconds, at the end and on a stop request,
     that file becomes the checkpoint ``nautilus.hdf5`` by an atomic rename, the previous one
     kept as ``nautilus.backup.hdf5`` (:mod:`twinlens.search.checkpoint`). ``nautilus.json``
-    records what defines the run: ``n_live``, ``n_batch`` and ``seed`` (nautilus does not
-    store them itself) and the objective's fingerprint (model, priors, data, noise, PSF,
-    mask). A later run into the same folder resumes when they match, giving the samples of an
+    records what defines the run: ``n_live``, ``n_batch``, ``n_networks`` and ``seed``
+    (nautilus does not store them itself) and the objective's fingerprint (model, priors,
+    data, noise, PSF, mask). A later run into the same folder resumes when they match,
+    giving the samples of an
     uninterrupted run; when they differ it is refused, naming what changed, unless
     ``restart=True``. ``n_eff``, ``f_live`` and ``n_like_max`` may change between runs: a
     finished run asked for more samples goes on from where it stopped.
