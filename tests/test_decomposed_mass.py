@@ -10,6 +10,7 @@ from scipy.integrate import quad
 from twinlens.backend import jax_runtime
 from twinlens.kernels import radial
 from twinlens.mass import GNFW, CoredNFW, SersicMass
+from twinlens.profiles import decomposed
 
 RADII = np.array([0.01, 0.1, 0.5, 1.0, 3.0, 10.0, 20.0])  # in scale radii
 
@@ -88,7 +89,10 @@ def test_elliptical_sersic_against_the_homoeoid_integral():
 
 def test_backends_agree_and_decomposition_is_cached():
     p = SersicMass.from_axis_ratio(q=0.8, angle=20.0, sersic_index=2.5)
-    assert p.mge() is SersicMass.from_axis_ratio(q=0.8, angle=20.0, sersic_index=2.5).mge()
+    p.mge()
+    hits = decomposed._unit_decomposition.cache_info().hits
+    SersicMass.from_axis_ratio(q=0.8, angle=20.0, sersic_index=2.5).mge()
+    assert decomposed._unit_decomposition.cache_info().hits == hits + 1
     grid = np.random.default_rng(3).uniform(-3, 3, (50, 2))
     ref = p.deflections(grid, backend="numpy")
     for b in ("numba", "jax"):

@@ -70,6 +70,7 @@ the quadrature sizes are static.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -78,7 +79,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend import jax_runtime
-from twinlens.backend.concrete import any_jax, is_concrete
+from twinlens.backend.concrete import any_jax, is_batched, is_concrete
 from twinlens.kernels import radial
 
 ArrayLike = Any
@@ -141,6 +142,19 @@ def gaussian_log_mellin(z: ArrayLike) -> ArrayLike:
     return (0.5 * z - 1.0) * _LOG2 + radial.loggamma(0.5 * z)
 
 
+@functools.lru_cache(maxsize=64)
+def _phase_table(k0: int, n_sigma: int, n_quad: int) -> np.ndarray:
+    """``e^(i omega_q h k)`` for the grid's ``k = k0 .. k0 + n_sigma - 1`` and the ``n_quad``
+    midpoints, as ``exp(i pi (k (2q + 1) mod 2Q) / Q) (-1)^k`` from exact integers. It depends
+    on integers only, and took a third of a decomposition's time: computed once per grid."""
+    q = np.arange(n_quad)
+    k = k0 + np.arange(n_sigma)
+    turns = np.mod(k[:, None] * (2 * q[None, :] + 1), 2 * n_quad)
+    table = np.exp(1j * np.pi * turns / n_quad) * np.where(k % 2 == 0, 1.0, -1.0)[:, None]
+    table.setflags(write=False)
+    return table
+
+
 def _projection(
     mellin: Callable[[ArrayLike], ArrayLike],
     lam: ArrayLike,
@@ -166,10 +180,8 @@ def _projection(
     d = xp.sum(a_hat * weight * phase, axis=0) / xp.sum(weight, axis=0)
     d = d * xp.exp(1j * omega * log_scale)  # D(omega) e^(i omega log_scale)
 
-    # e^(i omega_q h k) = exp(i pi (k (2q + 1) mod 2Q) / Q) (-1)^k, from exact integers.
     k = k0 + np.arange(n_sigma)
-    turns = np.mod(k[:, None] * (2 * q[None, :] + 1), 2 * n_quad)
-    table = np.exp(1j * np.pi * turns / n_quad) * np.where(k % 2 == 0, 1.0, -1.0)[:, None]
+    table = _phase_table(k0, n_sigma, n_quad)
     # Lattice sums beyond the grid, moved onto the end nodes: mass (moment sigma^dim) below,
     # central value (moment sigma^(dim - 2), the 2D amplitude) above.
     lump_lo = 1.0 / xp.expm1((dim - lam + 1j * omega) * h)
@@ -201,6 +213,12 @@ def _run(
     if int(n_quad) < 2 * int(n_sigma) or int(n_alias) < 0:
         raise ValueError("need n_quad >= 2 n_sigma and n_alias >= 0")
     n_sigma, n_quad, n_alias = int(n_sigma), int(n_quad), int(n_alias)
+    if is_batched(*params):
+        # not concrete, yet numpy: it must not reach the jax.numpy path below
+        raise TypeError(
+            "a decomposition takes one value per parameter, not a Batched column: decompose "
+            "each batch member (as twinlens.profiles.decomposed does)"
+        )
     if _all_concrete(params):
         pars = [float(np.asarray(p)) for p in params]
         xp = np

@@ -3,21 +3,30 @@
 Each profile is a radial convergence (or a 3D density, projected) on concentric ellipses of the
 package's convention (radius ``sqrt(q x'^2 + y'^2 / q)``), decomposed into Gaussians by
 :mod:`twinlens.kernels.gauss_decomposition` and evaluated as an :class:`~twinlens.mass.MGE`.
-With concrete parameters the decomposition is computed once per distinct profile (it is
-cached by value identity); with traced parameters (a free Sersic index, say) it is part of the
-traced program.
+Every decomposition is linear in the profile's normalisation, so the Gaussians are computed at
+unit normalisation from the *shape* parameters (a scale radius, a slope, a Sersic index) and the
+normalisation multiplies them as the MGE's ``mass_to_light_ratio``. A concrete shape is
+decomposed once, in numpy, and cached by its float values; a shape that is a
+:class:`~twinlens.backend.concrete.Batched` column (a numba or numpy batch) is decomposed per
+member, the same way; a traced shape (a free Sersic index under JAX) makes the decomposition
+part of the traced program.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from twinlens.backend.concrete import Batched, is_concrete
 from twinlens.fields import static_field
 from twinlens.kernels import gauss_decomposition as gd
-from twinlens.profiles.base import MassProfile, _numbers, all_concrete
+from twinlens.profiles.base import MassProfile, all_concrete
 from twinlens.profiles.checks import (
+    check_count,
     check_ellipticity,
     check_finite,
     check_pair,
@@ -26,27 +35,76 @@ from twinlens.profiles.checks import (
 )
 from twinlens.profiles.gaussian import MGE
 
+#: Sersic indices of :class:`SersicMass`: where the decomposition's accuracy is documented
+#: (its amplitudes overflow from about n = 1e4).
+SERSIC_MASS_INDEX_RANGE = (0.5, 10.0)
 
-@functools.lru_cache(maxsize=512)
-def _cached_mge(profile: _Decomposed) -> MGE:
-    return profile._build_mge()
+#: ``(decompose, normalisation, shape parameters, options)``: see :meth:`_Decomposed._recipe`.
+Recipe = tuple[Callable[..., tuple[Any, Any]], Any, tuple, tuple]
+
+
+@functools.lru_cache(maxsize=4096)
+def _unit_decomposition(
+    decompose: Callable[..., tuple[Any, Any]], shape: tuple[float, ...], options: tuple
+) -> tuple[np.ndarray, np.ndarray]:
+    """``decompose(1.0, *shape, **options)`` as read-only numpy arrays.
+
+    Keyed by Python floats, never by the caller's arrays, and computed in numpy whatever they
+    were: a profile built from JAX arrays and an equal one built from numpy arrays share the
+    entry, and each backend reads the same numpy bytes (JAX takes numpy constants as they are).
+    """
+    amps, sigmas = decompose(1.0, *shape, **dict(options))
+    out = (np.array(amps, dtype=float), np.array(sigmas, dtype=float))
+    for a in out:
+        a.setflags(write=False)
+    return out
+
+
+def _member_values(value: Any) -> np.ndarray:
+    return np.asarray(value, dtype=float).reshape(-1)
 
 
 class _Decomposed(MassProfile):
     """Shared behaviour: decompose, then delegate every quantity to the equivalent MGE."""
 
-    def _decompose(self) -> tuple[Any, Any]:
+    def _recipe(self) -> Recipe:
+        """``(decompose, normalisation, shape, options)``: the amplitudes are
+        ``normalisation * decompose(1.0, *shape, **dict(options))[0]`` (every decomposition is
+        linear in its first argument), the dispersions ``decompose(...)[1]``."""
         raise NotImplementedError
 
-    def _build_mge(self) -> MGE:
-        kappas, sigmas = self._decompose()
-        return MGE(sigmas, kappas, centre=self.centre, ell_comps=self.ell_comps)
+    def _unit(self) -> tuple[Any, Any]:
+        """Unit-normalisation amplitudes and dispersions: ``(K,)`` arrays, ``(n_batch, K)`` for
+        a :class:`~twinlens.backend.concrete.Batched` shape parameter, or traced JAX arrays."""
+        decompose, _, shape, options = self._recipe()
+        if all_concrete(*shape):
+            return _unit_decomposition(
+                decompose, tuple(float(np.asarray(s)) for s in shape), options
+            )
+        if all(is_concrete(s) or isinstance(s, Batched) for s in shape):
+            # A numba/numpy batch with a free shape parameter (a gNFW slope, a scale radius):
+            # one numpy decomposition per member, stacked into (n_batch, K) rows that the MGE
+            # kernels and the fused loop read per member. Members run one at a time because
+            # each is served by the cache above (a batch that repeats a value, the reference
+            # values standing in for invalid members) and the Python loop costs microseconds
+            # against the decomposition's milliseconds; numpy only, so numba results never
+            # depend on JAX.
+            members = np.broadcast_arrays(*(_member_values(s) for s in shape))
+            rows = [
+                _unit_decomposition(decompose, tuple(map(float, values)), options)
+                for values in zip(*members, strict=True)
+            ]
+            return np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
+        return decompose(1.0, *shape, **dict(options))  # traced: part of the JAX program
 
     def mge(self) -> MGE:
-        """The equivalent multi-Gaussian expansion (cached when every parameter is concrete)."""
-        if all_concrete(*_numbers(self)):
-            return _cached_mge(self)
-        return self._build_mge()
+        """The equivalent multi-Gaussian expansion, its normalisation as the MGE's
+        ``mass_to_light_ratio`` (the decomposition of a concrete shape is cached by value)."""
+        _, norm, _, _ = self._recipe()
+        unit, sigmas = self._unit()
+        return MGE(
+            sigmas, unit, centre=self.centre, ell_comps=self.ell_comps, mass_to_light_ratio=norm
+        )
 
     def _convergence(self, x, y, backend):
         return self.mge()._convergence(x, y, backend)
@@ -63,9 +121,8 @@ class _Decomposed(MassProfile):
     def _check_shape(self) -> None:
         check_pair(self, "centre", self.centre)  # type: ignore[attr-defined]
         check_ellipticity(self, "ell_comps", self.ell_comps)  # type: ignore[attr-defined]
-        n = self.n_gaussians  # type: ignore[attr-defined]
-        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-            raise ValueError(f"{type(self).__name__}.n_gaussians must be an int >= 2, got {n!r}")
+        # the decomposition's quadrature needs N_QUAD >= 2 n_gaussians
+        check_count(self, "n_gaussians", self.n_gaussians, 2, gd.N_QUAD // 2)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,7 +140,8 @@ class SersicMass(_Decomposed):
     effective_radius : float
         Half-mass radius (intermediate axis), arcsec, > 0.
     sersic_index : float
-        ``n``, >= 0.5 (accuracy documented for 0.5 and 0.85 to 10; see the decomposition docs).
+        ``n`` in [0.5, 10] (:data:`SERSIC_MASS_INDEX_RANGE`; accuracy documented for 0.5 and
+        0.85 to 10, see the decomposition docs).
     intensity : float
         Light at ``effective_radius``.
     mass_to_light_ratio : float
@@ -103,14 +161,16 @@ class SersicMass(_Decomposed):
         super().__post_init__()
         self._check_shape()
         check_positive(self, "effective_radius", self.effective_radius)
-        check_range(self, "sersic_index", self.sersic_index, 0.5)
+        check_range(self, "sersic_index", self.sersic_index, *SERSIC_MASS_INDEX_RANGE)
         check_finite(self, "intensity", self.intensity)
         check_finite(self, "mass_to_light_ratio", self.mass_to_light_ratio)
 
-    def _decompose(self):
-        k_eff = self.mass_to_light_ratio * self.intensity
-        return gd.decompose_sersic(
-            k_eff, self.effective_radius, self.sersic_index, n_sigma=self.n_gaussians
+    def _recipe(self) -> Recipe:
+        return (
+            gd.decompose_sersic,
+            self.mass_to_light_ratio * self.intensity,
+            (self.effective_radius, self.sersic_index),
+            (("n_sigma", self.n_gaussians),),
         )
 
 
@@ -159,8 +219,13 @@ class GNFW(_Halo):
         super().__post_init__()
         check_range(self, "gamma", self.gamma, 0.0, 3.0, high_open=True)
 
-    def _decompose(self):
-        return gd.decompose_gnfw(self.rho_s, self.r_s, self.gamma, n_sigma=self.n_gaussians)
+    def _recipe(self) -> Recipe:
+        return (
+            gd.decompose_gnfw,
+            self.rho_s,
+            (self.r_s, self.gamma),
+            (("n_sigma", self.n_gaussians),),
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -190,5 +255,10 @@ class CoredNFW(_Halo):
         super().__post_init__()
         check_positive(self, "r_c", self.r_c)
 
-    def _decompose(self):
-        return gd.decompose_cored_nfw(self.rho_s, self.r_s, self.r_c, n_sigma=self.n_gaussians)
+    def _recipe(self) -> Recipe:
+        return (
+            gd.decompose_cored_nfw,
+            self.rho_s,
+            (self.r_s, self.r_c),
+            (("n_sigma", self.n_gaussians),),
+        )

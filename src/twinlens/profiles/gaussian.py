@@ -15,7 +15,11 @@ from twinlens.profiles.checks import (
     check_finite,
     check_pair,
     check_positive,
+    real_array,
 )
+
+#: Dispersions of an :class:`MGE`, arcsec (its ``sigmas``).
+MGE_SIGMA_RANGE = (1e-40, 1e40)
 
 
 class _GaussianFamily(MassProfile):
@@ -119,9 +123,10 @@ class MGE(_GaussianFamily):
     Parameters
     ----------
     sigmas : array, shape (K,)
-        Dispersions along the intermediate axis, arcsec, > 0.
+        Dispersions along the intermediate axis, arcsec, > 0 (``(n_batch, K)``: one row per
+        member of a numba or numpy batch).
     intensities : array, shape (K,)
-        Peak intensities of the components.
+        Peak intensities of the components (shaped like ``sigmas``).
     centre, ell_comps
         As for :class:`Gaussian`.
     mass_to_light_ratio : float
@@ -139,17 +144,21 @@ class MGE(_GaussianFamily):
         for name in ("sigmas", "intensities"):  # lists and tuples become float arrays
             value = getattr(self, name)
             if isinstance(value, tuple):
-                object.__setattr__(self, name, canonical(np.asarray(value, dtype=float)))
+                object.__setattr__(self, name, canonical(real_array(self, name, value)))
         check_pair(self, "centre", self.centre)
         check_ellipticity(self, "ell_comps", self.ell_comps)
-        check_positive(self, "sigmas", self.sigmas)
+        # wider than other lengths: a decomposed profile's Gaussians reach 1e4 times beyond
+        # its scale radius, itself in POSITIVE_RANGE
+        check_positive(self, "sigmas", self.sigmas, *MGE_SIGMA_RANGE)
         check_finite(self, "intensities", self.intensities)
         check_finite(self, "mass_to_light_ratio", self.mass_to_light_ratio)
+        # (K,), or (n_batch, K) with one row per member of a numba/numpy batch (the Gaussians
+        # of a decomposed profile whose shape parameter is a Batched column)
         n_s, n_i = np.shape(self.sigmas), np.shape(self.intensities)
-        if len(n_s) != 1 or n_s != n_i or n_s[0] == 0:
+        if len(n_s) not in (1, 2) or n_s != n_i or n_s[-1] == 0:
             raise ValueError(
-                f"MGE.sigmas and MGE.intensities must be 1-D of one non-zero length, got shapes "
-                f"{n_s} and {n_i}"
+                f"MGE.sigmas and MGE.intensities must have one shape, (K,) or (n_batch, K) with "
+                f"K > 0, got shapes {n_s} and {n_i}"
             )
 
     _family = "mge"

@@ -11,7 +11,7 @@ from twinlens.kernels import nfw as nfw_kernels
 from twinlens.kernels.registry import get
 from twinlens.profiles.base import ellipse_form
 from twinlens.profiles.checks import check_positive
-from twinlens.profiles.decomposed import _Decomposed
+from twinlens.profiles.decomposed import Recipe, _Decomposed
 
 #: Gaussians and their range (units of ``r_s``) for the elliptical NFW: the fewest found that
 #: keep the deflections within 1e-6 of the exact ones over 0.01 - 20 ``r_s`` for q >= 0.5
@@ -77,14 +77,13 @@ class NFW(_Decomposed):
         """lenstronomy's ``alpha_Rs``: the round profile's deflection at ``r_s``, arcsec."""
         return nfw_kernels.alpha_rs_from_kappa_s(self.kappa_s, self.scale_radius)
 
-    def _decompose(self) -> tuple[Any, Any]:
+    def _recipe(self) -> Recipe:
         # rho_s in Sigma_crit per arcsec: kappa_s / r_s
-        return gd.decompose_gnfw(
+        return (
+            gd.decompose_gnfw,
             self.kappa_s / self.scale_radius,
-            self.scale_radius,
-            1.0,
-            n_sigma=self.n_gaussians,
-            sigma_range=NFW_SIGMA_RANGE,
+            (self.scale_radius, 1.0),
+            (("n_sigma", self.n_gaussians), ("sigma_range", NFW_SIGMA_RANGE)),
         )
 
     def _round(self) -> bool:
