@@ -1,5 +1,5 @@
-"""The catalogue's figures: ``catalogue.png`` (the effective Einstein radius and the search's
-wall time across lenses, against the true radius when it is known) and ``thumbnails.png`` (the
+"""The catalogue's figures: ``catalogue.png`` (the Einstein radius and the search's wall time
+across lenses, against the true radius when it is known) and ``thumbnails.png`` (the
 normalised residuals of every finished lens, a page of small images)."""
 
 from __future__ import annotations
@@ -33,9 +33,17 @@ def plot_catalogue(catalogue: Any, table: Any) -> dict[str, Path]:
         return {}
     files: dict[str, Path] = {}
     ids = [str(table["id"][i]) for i in done]
-    theta = np.array([table["einstein_radius"][i] for i in done], dtype=float)
-    lower = np.array([table["einstein_radius_lower_68"][i] for i in done], dtype=float)
-    upper = np.array([table["einstein_radius_upper_68"][i] for i in done], dtype=float)
+    # the first lens's Einstein radius where it is a free parameter (comparable with a true
+    # value), else the effective radius of all lens mass
+    column = _THETA if _THETA in table.colnames else "einstein_radius"
+    label = (
+        'Einstein radius of lens[0].mass[0] ["]'
+        if column == _THETA
+        else ('effective Einstein radius ["]')
+    )
+    theta = np.array([table[column][i] for i in done], dtype=float)
+    lower = np.array([table[f"{column}_lower_68"][i] for i in done], dtype=float)
+    upper = np.array([table[f"{column}_upper_68"][i] for i in done], dtype=float)
     seconds = np.array([table["wall_time_s"][i] for i in done], dtype=float)
     truths = [catalogue.tasks[i].truths or {} for i in done]
     true_theta = np.array([t.get(_THETA, np.nan) for t in truths], dtype=float)
@@ -46,12 +54,12 @@ def plot_catalogue(catalogue: Any, table: Any) -> dict[str, Path]:
         left.errorbar(true_theta, theta, yerr=errors, fmt="o", ms=4, capsize=2)
         span = [np.nanmin([true_theta, theta]) * 0.95, np.nanmax([true_theta, theta]) * 1.05]
         left.plot(span, span, "k--", lw=0.8, label="recovered = true")
-        left.set_xlabel('true Einstein radius of the SIE ["]')
+        left.set_xlabel(f"true {label}")
         left.legend(loc="upper left", fontsize=8)
     else:
         left.errorbar(np.arange(len(ids)), theta, yerr=errors, fmt="o", ms=4, capsize=2)
         left.set_xticks(np.arange(len(ids)), ids, rotation=90, fontsize=7)
-    left.set_ylabel('effective Einstein radius ["], median and 68%')
+    left.set_ylabel(f"{label}, median and 68%")
     left.set_title(f"{len(done)} of {len(table)} lenses fitted")
     right.bar(np.arange(len(ids)), seconds / 60.0)
     right.set_xticks(np.arange(len(ids)), ids, rotation=90, fontsize=7)

@@ -7,6 +7,7 @@ and resumes interrupted ones from their checkpoints.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -126,6 +127,8 @@ def run_catalogue(
             try:
                 _run(client, catalogue, todo, numba_threads, retries, plot, progress, done_before)
             finally:
+                # a worker still in numba's threads is killed at close; that is expected
+                logging.getLogger("distributed.nanny").setLevel(logging.ERROR)
                 client.close()
                 if owned is not None:
                     owned.close()
