@@ -14,7 +14,7 @@ from twinlens.fields import ValueIdentity
 from twinlens.kernels import lensing
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity, ellipticity_from_axis_ratio
 from twinlens.kernels.gaussian import is_near_round
-from twinlens.profiles.checks import check_axis_ratio
+from twinlens.profiles.checks import check_axis_ratio, check_finite
 
 
 def _numbers(obj: ValueIdentity) -> list:
@@ -32,6 +32,8 @@ def positions(xy: Any, backend: str) -> tuple[Any, Any, Any]:
     xy = getattr(xy, "xy", xy)
     xp = array_module(backend)
     arr = xp.asarray(xy)
+    if arr.dtype.kind not in "iuf":  # numpy would drop an imaginary part, or read True as 1
+        raise TypeError(f"xy must hold real numbers (x, y), got an array of dtype {arr.dtype}")
     if arr.ndim < 1 or arr.shape[-1] != 2:
         raise ValueError(f"xy must have shape (..., 2) holding (x, y) pairs, got {arr.shape}")
     return arr[..., 0], arr[..., 1], xp
@@ -87,6 +89,7 @@ class MassProfile(ValueIdentity):
         """Build a profile with an ``ell_comps`` field from axis ratio ``q`` in (0, 1] and the
         major axis' angle in degrees, counter-clockwise from +x; other arguments pass through."""
         check_axis_ratio(cls.__name__, q)
+        check_finite(cls, "angle", angle)
         e1, e2 = ellipticity_from_axis_ratio(q, angle * (math.pi / 180.0))
         if all_concrete(e1, e2):  # Python floats, so the profile's key is stable
             e1, e2 = float(e1), float(e2)

@@ -25,8 +25,11 @@ class MassSum(MassProfile):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.profiles:
-            raise ValueError("MassSum.profiles must hold at least one mass profile")
+        if not isinstance(self.profiles, tuple) or not self.profiles:
+            raise ValueError(
+                f"MassSum.profiles must be a tuple of at least one mass profile, got "
+                f"{self.profiles!r}"
+            )
         for i, p in enumerate(self.profiles):
             if not isinstance(p, MassProfile):
                 raise ValueError(

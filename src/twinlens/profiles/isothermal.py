@@ -8,7 +8,12 @@ from typing import Any
 from twinlens.backend.concrete import is_batched
 from twinlens.kernels.registry import get
 from twinlens.profiles.base import MassProfile, all_concrete, axis_ratio_angle
-from twinlens.profiles.checks import check_ellipticity, check_pair, check_positive, check_range
+from twinlens.profiles.checks import (
+    check_ellipticity,
+    check_non_negative,
+    check_pair,
+    check_positive,
+)
 
 
 class _Isothermal(MassProfile):
@@ -131,7 +136,7 @@ class NIE(_Isothermal):
         super().__post_init__()
         self._check_common()
         check_ellipticity(self, "ell_comps", self.ell_comps)
-        check_range(self, "core_radius", self.core_radius, 0.0)
+        check_non_negative(self, "core_radius", self.core_radius)
 
     def _ell(self) -> tuple:
         return self.ell_comps

@@ -26,12 +26,15 @@ from twinlens.profiles.base import MassProfile, _numbers, positions
 from twinlens.profiles.checks import (
     check_ellipticity,
     check_finite,
+    check_non_negative,
     check_pair,
     check_positive,
     check_range,
+    real_array,
 )
 
 __all__ = [
+    "CORE_SERSIC_ALPHA_MIN",
     "SERSIC_INDEX_RANGE",
     "CoreSersic",
     "Exponential",
@@ -47,6 +50,10 @@ __all__ = [
 ]
 
 SERSIC_INDEX_RANGE = (0.2, 10.0)  # where b_n is computed to float64 precision on every backend
+#: The smallest core-Sersic sharpness: the profile holds ``exp(gamma ln 2 / alpha)`` and
+#: ``2^(1 / (alpha n))`` factors, which overflow (and meet as inf - inf, a NaN) for alpha below
+#: about 3e-3 at gamma -> 2, n = 0.2.
+CORE_SERSIC_ALPHA_MIN = 0.01
 
 
 class LightProfile(ValueIdentity):
@@ -243,9 +250,9 @@ class _CoreSersicFamily(_SersicFamily):
 
     def _check_core(self) -> None:
         self._check_sersic()
-        check_range(self, "break_radius", self.break_radius, 0.0)  # type: ignore[attr-defined]
+        check_non_negative(self, "break_radius", self.break_radius)  # type: ignore[attr-defined]
         check_range(self, "gamma", self.gamma, 0.0, 2.0, high_open=True)  # type: ignore[attr-defined]
-        check_positive(self, "alpha", self.alpha)  # type: ignore[attr-defined]
+        check_positive(self, "alpha", self.alpha, low=CORE_SERSIC_ALPHA_MIN)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, eq=False)
@@ -263,7 +270,7 @@ class CoreSersic(_CoreSersicFamily):
     gamma : float
         Inner power-law slope, in [0, 2).
     alpha : float
-        Sharpness of the transition, > 0.
+        Sharpness of the transition, >= 0.01 (:data:`CORE_SERSIC_ALPHA_MIN`).
     intensity : float
         Amplitude (see the kernel for its meaning).
     """
@@ -386,7 +393,7 @@ class LinearGaussian(_Linear, _GaussianLightFamily):
 def _float_array(owner: object, name: str) -> None:
     value = getattr(owner, name)
     if isinstance(value, tuple):  # lists and tuples become read-only float arrays
-        object.__setattr__(owner, name, canonical(np.asarray(value, dtype=float)))
+        object.__setattr__(owner, name, canonical(real_array(owner, name, value)))
 
 
 @dataclass(frozen=True, eq=False)

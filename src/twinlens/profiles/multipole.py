@@ -12,15 +12,18 @@ from twinlens.fields import static_field
 from twinlens.kernels.multipole import ELLIPTICAL_ORDERS, is_near_round
 from twinlens.kernels.registry import get
 from twinlens.profiles.base import MassProfile
-from twinlens.profiles.checks import check_finite, check_pair, check_positive
+from twinlens.profiles.checks import check_axis_ratio, check_finite, check_pair, check_positive
 
 _DEG = math.pi / 180.0
+#: The highest order: far beyond any lens model, and ``m`` stays an exact float (a huge int
+#: would overflow ``float(m)`` at evaluation).
+MAX_ORDER = 100
 
 
 def _check_order(owner: object, m: Any, allowed: tuple[int, ...] | None) -> None:
     name = type(owner).__name__
-    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-        raise ValueError(f"{name}.m must be an integer >= 1, got {m!r}")
+    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= MAX_ORDER:
+        raise ValueError(f"{name}.m must be an integer >= 1 and <= {MAX_ORDER}, got {m!r}")
     if allowed is not None and m not in allowed:
         raise ValueError(f"{name}.m must be one of {allowed}, got {m!r}")
 
@@ -40,7 +43,7 @@ class Multipole(MassProfile):
     Parameters
     ----------
     m : int
-        Order, >= 1; static (each order compiles its own program).
+        Order, 1 to 100; static (each order compiles its own program).
     amplitude : float
         ``a_m``, arcsec (the convergence is ``a_m / (2 r)`` times the angular factor).
     angle : float
@@ -108,7 +111,7 @@ class EllipticalMultipole(MassProfile):
     angle : float
         ``phi_m``, degrees, measured in the reference frame as an eccentric anomaly.
     axis_ratio : float
-        ``q`` of the reference ellipse, in (0, 1].
+        ``q`` of the reference ellipse, in [1e-6, 1].
     centre : (float, float)
         Arcsec.
     einstein_radius : float
@@ -130,9 +133,7 @@ class EllipticalMultipole(MassProfile):
         _check_order(self, self.m, ELLIPTICAL_ORDERS)
         check_finite(self, "amplitude", self.amplitude)
         check_finite(self, "angle", self.angle)
-        q = self.axis_ratio
-        if is_concrete(q) and not 0.0 < float(q) <= 1.0:
-            raise ValueError(f"EllipticalMultipole.axis_ratio must be in (0, 1], got {q!r}")
+        check_axis_ratio(self, self.axis_ratio, "axis_ratio")
         check_pair(self, "centre", self.centre)
         check_positive(self, "einstein_radius", self.einstein_radius)
         check_finite(self, "reference_angle", self.reference_angle)

@@ -11,7 +11,7 @@ from twinlens.backend.concrete import is_concrete
 from twinlens.kernels import shear as shear_kernels
 from twinlens.kernels.registry import get
 from twinlens.profiles.base import MassProfile
-from twinlens.profiles.checks import check_finite, check_pair, check_positive
+from twinlens.profiles.checks import check_finite, check_pair, check_positive, check_range
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,8 +88,8 @@ class ExternalShear(MassProfile):
         origin : (float, float)
             As for the class.
         """
-        if is_concrete(gamma) and not float(gamma) >= 0.0:
-            raise ValueError(f"ExternalShear.gamma must be >= 0, got {gamma!r}")
+        check_range(cls, "gamma", gamma, 0.0)
+        check_finite(cls, "angle_deg", angle_deg)
         g1, g2 = shear_kernels.components_from_magnitude_angle(gamma, angle_deg * (math.pi / 180))
         if is_concrete(g1) and is_concrete(g2):
             g1, g2 = float(g1), float(g2)
