@@ -113,6 +113,7 @@ def _worker_pids(parent: int) -> list[int]:
     return [p.pid for p in children if "spawn_main" in " ".join(p.cmdline())]
 
 
+@pytest.mark.slow  # three minutes: a cluster started twice, a fit resumed (tox -e slow)
 def test_killed_worker_and_killed_command_still_fit_every_lens_once(tmp_path):
     csv = "id,data,noise_map,psf\n" + "".join(
         f"l{i},lens/data.fits,lens/noise_map.fits,lens/psf.fits\n" for i in range(3)
