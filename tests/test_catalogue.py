@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_job import _small_dataset
+from test_job import SMALL, _small_dataset
 
 from twinlens.catalogue import (
     CatalogueError,
@@ -29,35 +29,13 @@ from twinlens.catalogue import (
     run_catalogue,
 )
 
-TEMPLATE = """
-title = "tiny lens"
-backend = "numba"
-
-[dataset]
-sub_size = 1
-
-[search]
-name = "nautilus"
-n_live = 50
-n_eff = 200
-n_networks = 1
-seed = 2
-
-[[lens]]
-[[lens.mass]]
-type = "SIE"
-centre = [0.0, 0.0]
-ell_comps = [0.1, 0.0]
-einstein_radius = {uniform = [0.5, 1.5]}
-
-[[source]]
-[[source.light]]
-type = "LinearSersic"
-centre = [0.05, 0.0]
-ell_comps = [0.0, 0.1]
-effective_radius = {log_uniform = [0.05, 1.0], start = 0.3}
-sersic_index = 1.0
-"""
+# the short fit's lens and model (test_job), as a template: no data files, a smaller search
+TEMPLATE = (
+    SMALL.format(backend="numba")
+    .replace('output = "out_numba"\n', "")
+    .replace('data = "data.fits"\nnoise_map = "noise_map.fits"\npsf = "psf.fits"\n', "")
+    .replace("n_live = 60\nn_eff = 400", "n_live = 50\nn_eff = 200\nn_networks = 1")
+)
 
 CSV = """id,data,noise_map,psf,lens[0].mass[0].einstein_radius
 a,lens/data.fits,lens/noise_map.fits,lens/psf.fits,
