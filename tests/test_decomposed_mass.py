@@ -119,7 +119,7 @@ def test_free_sersic_index_and_slope_have_finite_correct_gradients():
 @pytest.mark.parametrize(
     ("cls", "kwargs", "message"),
     [
-        (SersicMass, {"sersic_index": 0.3}, r"SersicMass.sersic_index must be >= 0.5"),
+        (SersicMass, {"sersic_index": 0.3}, r"SersicMass.sersic_index must be in \[0.5, 10\]"),
         (SersicMass, {"effective_radius": 0.0}, r"SersicMass.effective_radius must be > 0"),
         (GNFW, {"gamma": 3.0}, r"GNFW.gamma must be in \[0, 3\)"),
         (CoredNFW, {"r_c": -1.0}, r"CoredNFW.r_c must be > 0"),

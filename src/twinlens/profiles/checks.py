@@ -117,8 +117,12 @@ def _check(name: str, value: Any, allowed: str, inside: Callable[[Any, Any], Any
     if why is not None:
         raise TypeError(f"{name} must be a real number {allowed}, got {value!r} ({why})")
     _record(inside, value)
-    if is_concrete(value) and not bool(np.all(inside(np, _floats(value)))):
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    if not is_concrete(value):
+        return
+    floats = _floats(value)
+    if not bool(np.all(inside(np, floats))):
+        finite = bool(np.all(np.isfinite(floats))) or allowed.startswith("finite")
+        raise ValueError(f"{name} must be {'' if finite else 'finite, '}{allowed}, got {value!r}")
 
 
 def _between(low: float, high: float) -> Callable[[Any, Any], Any]:
@@ -129,7 +133,7 @@ def _between(low: float, high: float) -> Callable[[Any, Any], Any]:
 def check_finite(owner: object, field: str, value: Any) -> None:
     """``value`` (scalar or array) must be finite, ``|value| <= MAX_MAGNITUDE``."""
     m = MAX_MAGNITUDE
-    _check(_name(owner, field), value, f"finite and in [{-m:g}, {m:g}]", _between(-m, m))
+    _check(_name(owner, field), value, f"finite, in [{-m:g}, {m:g}]", _between(-m, m))
 
 
 def check_positive(
@@ -160,8 +164,8 @@ def check_pair(owner: object, field: str, value: Any) -> None:
     """``value`` must be a pair of finite numbers."""
     if not isinstance(value, tuple) or len(value) != 2:
         raise ValueError(f"{_name(owner, field)} must be a pair (x, y), got {value!r}")
-    for i, v in enumerate(value):
-        check_finite(owner, f"{field}[{i}]", v)
+    for v in value:
+        check_finite(owner, field, v)
 
 
 def check_ellipticity(owner: object, field: str, value: Any) -> None:
@@ -199,6 +203,7 @@ def check_range(
 ) -> None:
     """``value`` (scalar) must be finite and within ``[low, high]`` (``low_open`` /
     ``high_open`` exclude an end; an infinite end is ``MAX_MAGNITUDE``)."""
+    allowed = _range_text(low, high, low_open, high_open)
     if low == -math.inf:
         low, low_open = -MAX_MAGNITUDE, False
     if high == math.inf:
@@ -209,8 +214,16 @@ def check_range(
         below = v < high if high_open else v <= high
         return above & below
 
-    allowed = f"{'>' if low_open else '>='} {low:g} and {'<' if high_open else '<='} {high:g}"
     _check(_name(owner, field), value, allowed, inside)
+
+
+def _range_text(low: float, high: float, low_open: bool, high_open: bool) -> str:
+    m = MAX_MAGNITUDE
+    if high == math.inf:
+        return f"{'>' if low_open else '>='} {low:g} (and <= {m:g})"
+    if low == -math.inf:
+        return f"{'<' if high_open else '<='} {high:g} (and >= {-m:g})"
+    return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
 
 
 def check_count(owner: object, field: str, value: Any, low: int, high: int) -> None:
