@@ -14,8 +14,9 @@ other's program. :class:`ValueIdentity` makes both impossible::
 Rules, all enforced:
 
 * the key is ``type(self)`` plus the field values, so a subclass variant never equals its base;
-* arrays enter the key by dtype, shape and bytes, and are stored as read-only copies, so a
-  caller editing the array it passed in changes neither the object nor its key;
+* arrays enter the key by dtype, shape and bytes, and are stored as read-only copies that no
+  one can make writeable again (:func:`frozen_array`), so neither a caller editing the array
+  it passed in nor one editing the stored array changes the object or its key;
 * lists become tuples (``[1, 2]`` and ``(1, 2)`` give one key); numpy float64, int64, bool and
   complex128 scalars become the Python scalar of the same value;
 * floats are keyed by bit pattern: ``1.0`` and the next float up differ, ``0.0`` and ``-0.0``
@@ -53,6 +54,7 @@ from twinlens.backend.concrete import is_jax_array, is_tracer
 __all__ = [
     "ValueIdentity",
     "combine_static",
+    "frozen_array",
     "key_digest",
     "partition_static",
     "static_field",
@@ -84,14 +86,31 @@ def static_field(**kwargs: Any) -> Any:
 # canonical values and keys
 
 
+def _is_frozen(arr: np.ndarray) -> bool:
+    base = arr
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return type(base) is bytes and not arr.flags.writeable and arr.flags.c_contiguous
+
+
+def frozen_array(arr: np.ndarray) -> np.ndarray:
+    """A C-ordered copy of ``arr`` (same dtype, shape and subclass) that cannot be made
+    writeable again: its memory belongs to an immutable ``bytes`` object, so numpy refuses
+    ``setflags(write=True)`` on it, on its views and on their bases. (A read-only array that
+    owns its memory, or a view of one, can be switched back with ``setflags`` on it or on its
+    ``base``.) A C-contiguous array already frozen this way is returned as it is."""
+    if _is_frozen(arr):
+        return arr
+    out = np.frombuffer(arr.tobytes(), dtype=arr.dtype).reshape(arr.shape)
+    return out if type(arr) is np.ndarray else out.view(type(arr))  # a Batched column stays one
+
+
 def canonical(value: Any, name: str = "value") -> Any:
-    """The stored form of a field value: read-only array copies, tuples for lists."""
+    """The stored form of a field value: frozen array copies, tuples for lists."""
     if isinstance(value, np.ndarray):
         if value.dtype == object:
             raise TypeError(f"{name}: object arrays have no value identity; use a numeric dtype")
-        copy = np.array(value, copy=True, subok=True)  # a Batched column stays one
-        copy.setflags(write=False)
-        return copy
+        return frozen_array(value)
     if isinstance(value, np.generic) and value.dtype in _PY_SCALAR_DTYPES:
         return value.item()
     if isinstance(value, (list, tuple)):

@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend.concrete import Batched, is_concrete, is_jax_array
-from twinlens.fields import ValueIdentity, value_digest, value_key
+from twinlens.fields import ValueIdentity, frozen_array, value_digest, value_key
 
 __all__ = [
     "ENV_MAX_MB",
@@ -400,5 +400,6 @@ def _compute(
         return None
     if not np.all(np.isfinite(value)):
         return None
-    value.setflags(write=False)
-    return value, kind
+    # frozen, not merely read-only: a level-1 recall hands out this array itself, and an
+    # owned read-only array can be made writeable again (then edited, corrupting later hits)
+    return frozen_array(value), kind
