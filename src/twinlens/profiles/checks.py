@@ -6,7 +6,7 @@ TypeError that names the parameter and its allowed range, traced or not (a dtype
 trace time). A JAX tracer or a :class:`~twinlens.backend.concrete.Batched` column is a real
 number whose value is not known now; anything else that is not concrete is no number at all.
 
-The ranges, measured one parameter at a time against typical profiles on every backend
+The ranges, measured one parameter at a time against typical profiles on numpy and numba
 (``tests/test_bad_values.py``), so that every accepted value gives finite results:
 
 * every real parameter is finite with ``|value| <= MAX_MAGNITUDE`` (1e100): at 1e308 sums of
@@ -17,7 +17,7 @@ The ranges, measured one parameter at a time against typical profiles on every b
   subnormal, and a Gaussian of it divides by that);
 * a length that may be 0 (a core or break radius) is 0 or in ``POSITIVE_RANGE``;
 * ellipticities satisfy ``|e| <= ELLIPTICITY_MAX = 1 - 1e-6`` (axis ratio ``q >= 5e-7``): from
-  ``|e| = 1 - 1e-8`` the Gaussians' potential is infinite, at ``1 - 1e-16`` every potential;
+  ``|e| = 1 - 1e-8`` the potential of every Gaussian-based profile is infinite;
 * an axis ratio given directly lies in ``[AXIS_RATIO_MIN, 1] = [1e-6, 1]``.
 
 Products of extreme values of several parameters (an intensity of 1e100 times a
