@@ -193,6 +193,7 @@ def test_job_scripts_carry_the_cluster_table(tmp_path):
         jobqueue_cluster({"kind": "slurm", "cores": 4, "memory": "1GB", "gpus": 1})
 
 
+@pytest.mark.slow  # four cold compiles at once: a minute or two on 2 cores (tox -e slow)
 def test_the_numba_cache_survives_four_processes_starting_at_once(tmp_path):
     # four processes compile the same kernels into one empty cache folder at once (as the
     # workers of a node do on a fresh machine); all succeed, agree, and a fifth reads them
