@@ -230,7 +230,7 @@ def test_bad_parameters_are_named(kwargs, message):
 def test_bad_axis_ratio_and_mge_shapes():
     with pytest.raises(ValueError, match=r"axis ratio q must be in \(0, 1\]"):
         Gaussian.from_axis_ratio(q=1.5)
-    with pytest.raises(ValueError, match="one non-zero length"):
+    with pytest.raises(ValueError, match=r"must have one shape, \(K,\) or \(n_batch, K\)"):
         MGE(np.ones(3), np.ones(2))
     with pytest.raises(ValueError, match=r"MGE.sigmas must be > 0"):
         MGE(np.array([1.0, -1.0]), np.ones(2))
