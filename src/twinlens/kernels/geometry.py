@@ -8,7 +8,7 @@ its major axis along +x. Vectors (deflections) computed there are rotated back t
 from __future__ import annotations
 
 from twinlens.kernels.domains import Arg, Domain
-from twinlens.kernels.ops import cos, pi, pointwise, sin
+from twinlens.kernels.ops import cos, pi, pointwise, sin, where
 from twinlens.kernels.registry import Kernel, register
 from twinlens.kernels.tolerance import Tolerance
 
@@ -36,6 +36,35 @@ def to_profile_frame(x, y, centre_x, centre_y, phi):
     c = cos(phi)
     s = sin(phi)
     return c * dx + s * dy, c * dy - s * dx
+
+
+@pointwise
+def held_at_centre(dx, dy, core):
+    """Offsets ``(dx, dy)`` from a profile centre, held constant at the exact centre of a
+    singular profile.
+
+    Where ``dx = dy = 0`` and ``core <= 0`` the returned offsets are the constants ``(0, 0)``:
+    the values are unchanged everywhere, but JAX derivatives with respect to the position and
+    the centre are 0 at that one point. A singular profile's deflection has no derivative
+    there (it grows like ``1 / r``, ``r^-t`` or ``ln(1 / r)``), so a kernel that computes from
+    held offsets has documented, finite derivatives at its centre: those of the value it
+    returns there, held fixed. Elsewhere (and for any core > 0) derivatives are the true ones.
+
+    Parameters
+    ----------
+    dx, dy : array_like
+        Offsets from the centre, arcsec (or in units of a scale radius).
+    core : float
+        Core radius (``0`` for a singular profile; a positive core makes the centre smooth).
+
+    Returns
+    -------
+    (dx, dy) : arrays
+        The same values.
+    """
+    # |dx| + |dy| cannot underflow to 0 unless both are 0 (dx^2 + dy^2 could)
+    hold = abs(dx) + abs(dy) + core <= 0.0
+    return where(hold, 0.0, dx), where(hold, 0.0, dy)
 
 
 @pointwise

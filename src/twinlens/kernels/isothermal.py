@@ -19,7 +19,13 @@ The hessian and potential follow in closed form from the same quantities.
 
 At the centre of a singular profile (``s = 0``, ``r = 0``) the squared radius is floored at
 ``1e-60`` (r = 1e-30, so that derivatives stay finite): the deflection there is 0 (the
-average over directions) and the convergence a huge finite number, never NaN.
+average over directions) and the convergence a huge finite number, never NaN. The deflection
+is discontinuous there (its size is ``theta_E`` in every direction), so it has no derivative:
+at the exact centre the kernels compute from offsets held constant
+(:func:`~twinlens.kernels.geometry.held_at_centre`), and the JAX derivatives of the deflection
+and potential with respect to the position and the centre are 0 there (the derivative of the
+value returned, held fixed), not ``theta_E / 1e-30``. With a core the centre is smooth and its
+derivatives are the true ones.
 
 For a traced ellipticity (JAX), ``(q, phi)`` come from ``(e1, e2)`` inside the kernel. At
 ``e = (0, 0)`` the angle is undefined although the field is smooth in ``(e1, e2)``, so below
@@ -35,6 +41,7 @@ from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
 from twinlens.kernels.gaussian import quadratic_form
 from twinlens.kernels.geometry import (
     from_profile_frame,
+    held_at_centre,
     hessian_from_profile_frame,
     to_profile_frame,
 )
@@ -87,8 +94,7 @@ def _round_factor(w, theta_e, core):
 @pointwise
 def deflections_spherical(x, y, centre_x, centre_y, theta_e, core):
     """Deflections of the round profile, arcsec."""
-    dx = x - centre_x
-    dy = y - centre_y
+    dx, dy = held_at_centre(x - centre_x, y - centre_y, core)
     g, _, _ = _round_factor(dx * dx + dy * dy, theta_e, core)
     return g * dx, g * dy
 
@@ -124,6 +130,8 @@ def potential_spherical(x, y, centre_x, centre_y, theta_e, core):
 
 @pointwise
 def _deflections_frame(xp, yp, q, eps, amp, core_k):
+    # held: d u / d xp = 1 / psi would be 1e30 at the floored centre of a singular profile
+    xp, yp = held_at_centre(xp, yp, core_k)
     _, u, v = _frame_terms(xp, yp, q, eps, core_k)
     return amp * u * arctan_ratio(eps * u), amp * v * arctanh_ratio(eps * v)
 
@@ -167,7 +175,8 @@ def _potential_frame(xp, yp, q, eps, amp, core_k):
     d1 = (1.0 + q * q) * core_k * core_k + 2.0 * core_k * psi + xp * xp + yp * yp
     tiny = core_k <= 0.0
     safe = where(tiny, 1.0, core_k)
-    log_term = where(tiny, 0.0, core_k * log(sqrt(d1) / ((1.0 + q) * safe)))
+    # d1 = 0 at the centre of a singular profile: a stand-in keeps log's gradient finite there
+    log_term = where(tiny, 0.0, core_k * log(sqrt(where(tiny, 1.0, d1)) / ((1.0 + q) * safe)))
     return xp * ax + yp * ay - amp * log_term
 
 
@@ -189,6 +198,7 @@ def _first_order(dx, dy, e1, e2, theta_e, core):
     # alpha = int_0^1 kappa(u theta^T P^-1 theta) P^-1 theta / sqrt(det P) du expanded to first
     # order in E = [[e1, e2], [e2, -e1]], with I_k = int_0^1 u^k kappa(u r^2) du (k = 0, 1) and
     # I2 = int_0^1 u^2 kappa'(u r^2) du, in closed form for kappa(w) = theta_E / (2 sqrt(w + s^2)).
+    dx, dy = held_at_centre(dx, dy, core)
     g, _, big_s = _round_factor(dx * dx + dy * dy, theta_e, core)
     sc = big_s + core
     i1 = theta_e * (big_s + 2.0 * core) / (3.0 * sc * sc)

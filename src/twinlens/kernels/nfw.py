@@ -26,6 +26,19 @@ all gradients; the deflection is 0 there and the potential ``~1e-298 kappa_s r_s
 limits are 0). The hessian at the
 exact centre takes the direction ``(1, 0)`` for its shear part, so that ``kappa`` is still half
 its trace.
+
+Derivatives at the centre. The deflection is continuous there but its derivative diverges like
+``4 kappa_s ln(1 / x)``; the other quantities are even in the offset. At the exact centre the
+kernels compute from offsets held constant
+(:func:`~twinlens.kernels.geometry.held_at_centre`), so the JAX derivatives of every quantity
+with respect to the position and the centre are 0 there: the symmetric limit for convergence,
+hessian and potential, and a documented bounded value for the deflection (the derivative of
+the value returned, 0, held fixed). The floor is a ``where`` (a select, whose derivative is 0
+below it) rather than ``maximum`` (whose derivative is a multiplication by 0, which turns the
+infinite derivatives of the formulas at ``x^2 = 1e-300`` into NaN), and the radial functions
+have finite derivatives down to ``X2_MIN``: with respect to the other parameters the derivatives
+at the centre are those of the floored value. (Off the centre but below ``x ~ 1e-77`` the
+derivative of the hessian's direction ``n n^T`` still overflows.)
 """
 
 from __future__ import annotations
@@ -33,7 +46,8 @@ from __future__ import annotations
 import math
 
 from twinlens.kernels.domains import Arg, Domain
-from twinlens.kernels.ops import arctan, log, log1p, maximum, pointwise, sqrt, where
+from twinlens.kernels.geometry import held_at_centre
+from twinlens.kernels.ops import arctan, log, log1p, pointwise, sqrt, where
 from twinlens.kernels.registry import Kernel, register
 from twinlens.kernels.tolerance import Tolerance
 
@@ -45,6 +59,9 @@ U_SERIES = 0.1
 X2_SMALL = 0.64
 
 _LN2 = math.log(2.0)
+#: ``w`` below which ``log1p(-w) / w`` is ``-1 - w / 2`` (both -1 to the last bit): the quotient's
+#: derivative ``log1p(-w) / w^2`` overflows once ``w^2`` underflows (``w < 1e-154``).
+W_TINY = 1e-100
 # f(u) = (F - 1) / u = sum_{k>=1} u^(k-1) / (2k + 1): 16 terms leave 0.1^16 / 35 ~ 3e-18.
 _F_COEFFS = tuple(1.0 / (2 * k + 3) for k in range(16))
 
@@ -111,27 +128,31 @@ def radial_functions(x2):
     big_f = where(near, 1.0 + u * fs, where(inner, f_in, f_out))
     f = where(near, fs, (big_f - 1.0) / where(near, 1.0, u))
     half_log = 0.5 * log(x2) - _LN2  # ln(x / 2)
-    g_direct = (half_log + big_f) / x2
-    h_direct = half_log * half_log - u * big_f * big_f
     # small x: nothing cancels
     small = x2 < X2_SMALL
+    # the direct forms divide by x2 only where they are selected (1 / x2^2 overflows below
+    # x2 = 1e-154, and its product with a zero cotangent would be NaN)
+    g_direct = (half_log + big_f) / where(small, 1.0, x2)
+    h_direct = half_log * half_log - u * big_f * big_f
     xs2 = where(small, x2, 0.25)
     ss = sqrt(1.0 - xs2)
     w = xs2 / (2.0 * (1.0 + ss))
     lw = log1p(-w)
     ln_2_over_x = _LN2 - 0.5 * log(xs2)
-    g_small = (ln_2_over_x + 0.5 * lw / w) / ((1.0 + ss) * ss)
+    big_w = w > W_TINY
+    lw_over_w = where(big_w, lw / where(big_w, w, 1.0), -1.0 - 0.5 * w)
+    g_small = (ln_2_over_x + 0.5 * lw_over_w) / ((1.0 + ss) * ss)
     h_small = (-2.0 * ln_2_over_x - lw) * lw
     return f, where(small, g_small, g_direct), where(small, h_small, h_direct)
 
 
 @pointwise
 def _scaled_offsets(x, y, centre_x, centre_y, scale_radius):
-    # (x - cx) / r_s, (y - cy) / r_s, their squared norm and its floored value
-    xr = (x - centre_x) / scale_radius
-    yr = (y - centre_y) / scale_radius
+    # (x - cx) / r_s, (y - cy) / r_s (held at the exact centre), their squared norm and its
+    # floored value (a select: see "Derivatives at the centre")
+    xr, yr = held_at_centre((x - centre_x) / scale_radius, (y - centre_y) / scale_radius, 0.0)
     x2 = xr * xr + yr * yr
-    return xr, yr, x2, maximum(x2, X2_MIN)
+    return xr, yr, x2, where(x2 > X2_MIN, x2, X2_MIN)
 
 
 @pointwise
