@@ -4,8 +4,8 @@
 Many small lenses (40 x 40 pixels, an SIE and a Sersic source, six free parameters), each
 with truths drawn from the priors and its own noise, are fitted with nautilus; the data are
 simulated with the model being fitted (the same pixels, PSF and fixed values), so any
-miscalibration is the likelihood's or the sampler's. Slow (``tox -e slow``): about seven
-minutes of CPU time (nautilus's ellipsoid and network fits are most of it)."""
+miscalibration is the likelihood's or the sampler's. Slow (``tox -e slow``): 5.3 minutes on
+two idle cores (nautilus's ellipsoid and network fits are most of it)."""
 
 from __future__ import annotations
 
