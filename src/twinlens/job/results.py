@@ -382,7 +382,13 @@ def write_results(
         say("COOLEST export")
         posterior = {path: result.samples[:, i] for i, path in enumerate(model.paths)}
         files["coolest"] = Path(
-            to_coolest(solved, output / "coolest.json", dataset=dataset, posterior=posterior)
+            to_coolest(
+                solved,
+                output / "coolest.json",
+                dataset=dataset,
+                posterior=posterior,
+                priors=model.priors,
+            )
         )
     except (ImportError, ValueError, TypeError, NotImplementedError) as err:
         warnings.warn(f"no COOLEST file written: {err}", RuntimeWarning, stacklevel=2)
