@@ -188,3 +188,27 @@ def test_imaging_names_are_public_and_lazy():
         "assert 'jax' not in sys.modules and 'numba' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_subpackages_are_attributes_of_the_package_without_jax():
+    import subprocess
+    import sys
+
+    # the README's spelling: twinlens.mass.SIE after a bare "import twinlens"
+    code = (
+        "import sys, twinlens\n"
+        "assert 'twinlens.mass' not in sys.modules\n"
+        "assert twinlens.mass.SIE.__name__ == 'SIE'\n"
+        "assert twinlens.light.Sersic.__name__ == 'Sersic'\n"
+        "assert callable(twinlens.special.wofz)\n"
+        "assert twinlens.convert.__name__ == 'twinlens.convert'\n"
+        "assert 'jax' not in sys.modules, 'jax imported'\n"
+        "try:\n"
+        "    twinlens.no_such_module\n"
+        "except AttributeError as err:\n"
+        "    assert 'no_such_module' in str(err)\n"
+        "else:\n"
+        "    raise SystemExit('no AttributeError')\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr

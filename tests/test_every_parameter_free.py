@@ -28,11 +28,11 @@ and a closed-form mass, light and linear light parameter); the rest is marked ``
 
 from __future__ import annotations
 
-import dataclasses
 from functools import cache
 
 import numpy as np
 import pytest
+from profile_values import LIGHT, MASS, C, E, profile_classes
 
 import twinlens.light as light
 import twinlens.mass as mass
@@ -46,42 +46,6 @@ from twinlens.grids import Grid2D
 from twinlens.kernels import gauss_decomposition as gd
 from twinlens.model.paths import parameter_paths
 
-C = (0.02, -0.03)
-E = (0.08, -0.05)
-
-#: Valid, non-degenerate values for every profile: no parameter at 0 (where a relative
-#: perturbation would not move it) or at a boundary of its range, and multipoles of odd order,
-#: whose ``einstein_radius`` enters the deflections (it is unused for even orders).
-MASS = {
-    "GNFW": mass.GNFW(C, E, rho_s=0.1, r_s=5.0, gamma=1.5),
-    "MGE": mass.MGE((0.2, 0.5, 1.0), (0.6, 0.3, 0.1), C, E, 1.2),
-    "NFW": mass.NFW(C, E, kappa_s=0.2, scale_radius=2.0),
-    "NIE": mass.NIE(C, E, 0.8, 0.05),
-    "SIE": mass.SIE(C, E, 0.8),
-    "SIS": mass.SIS(C, 0.8),
-    "CoredNFW": mass.CoredNFW(C, E, rho_s=0.1, r_s=5.0, r_c=0.5),
-    "EllipticalMultipole": mass.EllipticalMultipole(3, 0.02, 10.0, 0.8, C, 0.8, 5.0),
-    "ExternalShear": mass.ExternalShear(0.03, -0.02, C),
-    "Gaussian": mass.Gaussian(C, E, 0.5, 0.8, 1.1),
-    "MassSheet": mass.MassSheet(0.05, C),
-    "MassSum": mass.MassSum((mass.SIE(C, E, 0.8), mass.ExternalShear(0.03, -0.02, C))),
-    "Multipole": mass.Multipole(1, 0.02, 10.0, C, 0.8),
-    "PointMass": mass.PointMass(C, 0.6),
-    "PowerLaw": mass.PowerLaw(C, E, 0.8, 2.1),
-    "SersicMass": mass.SersicMass(C, E, 0.5, 2.5, 1.0, 0.6),
-}
-LIGHT = {
-    "CoreSersic": light.CoreSersic(C, E, 0.3, 2.5, 0.05, 0.3, 2.5, 1.0),
-    "Exponential": light.Exponential(C, E, 0.3, 1.0),
-    "GaussianBasis": light.GaussianBasis((0.1, 0.3), C, E),
-    "GaussianLight": light.GaussianLight(C, E, 0.2, 1.0),
-    "LinearCoreSersic": light.LinearCoreSersic(C, E, 0.3, 2.5, 0.05, 0.3, 2.5),
-    "LinearExponential": light.LinearExponential(C, E, 0.3),
-    "LinearGaussian": light.LinearGaussian(C, E, 0.2),
-    "LinearSersic": light.LinearSersic(C, E, 0.3, 2.5),
-    "MGELight": light.MGELight((0.1, 0.3), (1.0, 0.5), C, E),
-    "Sersic": light.Sersic(C, E, 0.3, 2.5, 1.0),
-}
 #: Profiles evaluated through a Gaussian decomposition (looser numba-JAX tolerance).
 DECOMPOSED = {"GNFW", "NFW", "CoredNFW", "SersicMass"}
 
@@ -119,14 +83,9 @@ DEFAULT = {
     ("CoredNFW", "lenses[0].mass[0].r_c"),
     ("SersicMass", "lenses[0].mass[0].sersic_index"),
     ("SIE", "lenses[0].mass[0].einstein_radius"),
+    ("PowerLaw", "lenses[0].mass[0].slope"),
     ("Sersic", "sources[0].light[0].sersic_index"),
     ("LinearSersic", "sources[0].light[0].effective_radius"),
-}
-#: Known failures elsewhere in the code, with their reasons: an xfail while they raise, checked
-#: like every other case once they run.
-XFAIL_NUMPY = {
-    "PowerLaw": "the EPL series length is chosen from concrete (e1, e2, slope) "
-    "(kernels/power_law.py series_length) and the numpy batch passes columns",
 }
 
 
@@ -149,13 +108,7 @@ def _reference(like: ImagingLikelihood, vectors: np.ndarray) -> np.ndarray:
 
 
 def test_every_profile_has_values():
-    profiles = {
-        n
-        for module in (mass, light)
-        for n in module.__all__
-        if dataclasses.is_dataclass(getattr(module, n))
-    }
-    assert profiles == set(MASS) | set(LIGHT)
+    assert profile_classes() == set(MASS) | set(LIGHT)
     assert len(CASES) > 50
 
 
@@ -168,14 +121,9 @@ def test_free_parameter_agrees_single_and_batched_on_every_backend(name, path):
     # the parameter is really free: its three values give three log-likelihoods
     assert len(set(expected.tolist())) == 3
     got = {}
-    for backend in ("numba", "jax", "numpy"):  # numpy last: the known failures are there
-        try:
-            single = like(vectors[1], backend)
-            got[backend] = like.batch(vectors, backend)
-        except TypeError:
-            if backend == "numpy" and name in XFAIL_NUMPY:
-                pytest.xfail(XFAIL_NUMPY[name])
-            raise
+    for backend in ("numba", "jax", "numpy"):
+        single = like(vectors[1], backend)
+        got[backend] = like.batch(vectors, backend)
         if backend != "jax":
             np.testing.assert_allclose(got[backend], expected, rtol=1e-12, atol=0)
             assert single == pytest.approx(expected[1], rel=1e-12, abs=0)

@@ -84,3 +84,61 @@ def test_cache_can_be_turned_off(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert not list(tmp_path.rglob("*.nbi"))
+
+
+PROBE = (
+    KERNEL_SCRIPT
+    + "loop = get('geometry.to_profile_frame').implementation('numba')\n"
+    + "print(sum(loop.stats.cache_hits.values()), sum(loop.stats.cache_misses.values()))\n"
+)
+
+
+def _probe(env: dict) -> tuple[str, str, str]:
+    """(values line, "hits misses", stderr) of a fresh process evaluating the kernel."""
+    run = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    values, hits_misses = run.stdout.splitlines()
+    return values, hits_misses, run.stderr
+
+
+@pytest.mark.parametrize("damage", ["truncate data", "garble index"])
+def test_a_damaged_cache_file_is_discarded_and_compiled_again(tmp_path, damage):
+    env = {**os.environ, "TWINLENS_CACHE_DIR": str(tmp_path)}
+    values, _, _ = _probe(env)
+    # the reference comes from numpy, not from the cache under test
+    reference = subprocess.run(
+        [sys.executable, "-c", KERNEL_SCRIPT.replace('backend="numba"', 'backend="numpy"')],
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.split()
+    assert values.split()[1:] == pytest.approx([float(v) for v in reference[1:]], rel=1e-12)
+    pattern = "*.nbc" if damage == "truncate data" else "*.nbi"
+    files = [f for f in tmp_path.rglob(pattern) if "to_profile_frame" in f.name]
+    assert files, f"numba wrote no {pattern} file for the kernel"
+    for f in files:
+        data = f.read_bytes()
+        f.write_bytes(
+            data[: len(data) // 3] if damage == "truncate data" else data[:8] + b"\0" * 64
+        )
+    again, hits_misses, err = _probe(env)
+    assert again == values
+    assert hits_misses == "0 1"
+    assert "could not be read" in err and "compiling again" in err
+    # the entry written by the recompile is whole: the next process loads it silently
+    third, hits_misses, err = _probe(env)
+    assert third == values and hits_misses == "1 0"
+    assert "could not be read" not in err
+
+
+def test_generated_modules_follow_the_umask(tmp_path):
+    env = {**os.environ, "TWINLENS_CACHE_DIR": str(tmp_path)}
+    code = "import os; os.umask(0o002); exec(" + repr(KERNEL_SCRIPT) + ")"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    modules = list(tmp_path.rglob("*.py"))
+    assert modules
+    for f in modules:
+        assert f.stat().st_mode & 0o777 == 0o664, f  # group-writable, as the umask allows
+    for f in tmp_path.rglob("*.nb[ci]"):
+        assert f.stat().st_mode & 0o060 == 0o060, f  # numba's files: the umask's mode too

@@ -30,12 +30,21 @@ _LAZY = {
 }
 
 
+# subpackages reachable as attributes (``twinlens.mass.SIE``) without importing them by hand
+_SUBMODULES = frozenset(
+    {"mass", "light", "special", "convert", "export", "kernels", "grids", "fit", "batch", "memo"}
+    | {"model", "search", "catalogue"}
+)
+
+
 def __getattr__(name: str):
+    import importlib
+
+    if name in _SUBMODULES:
+        return importlib.import_module(f"twinlens.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'twinlens' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(module), name)
 
 

@@ -23,6 +23,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import Any
 _threads: int | None = None
 _tmp_dir: str | None = None
 _malloc_tuned = False
+_umask_lock = threading.Lock()
 
 #: glibc ``mallopt`` parameters: blocks above the mmap threshold are mapped fresh for each
 #: allocation, and the heap top above the trim threshold is handed back at each free.
@@ -135,6 +137,8 @@ def import_generated(stem: str, source: str) -> ModuleType:
     path = folder / f"{name}.py"
     if not path.exists():
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+        # mkstemp makes the file 0600; a group sharing the cache folder needs the umask's mode
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w") as fh:
             fh.write(source)
         if path.exists():
@@ -151,8 +155,53 @@ def import_generated(stem: str, source: str) -> ModuleType:
     spec.loader.exec_module(module)
     for value in vars(module).values():
         if getattr(getattr(value, "py_func", None), "__module__", None) == module_name:
-            quiet_compiles(value)  # the module's own jitted functions, not imported ones
+            # the module's own jitted functions, not imported ones
+            quiet_compiles(value)
+            recover_damaged_cache(value)
     return module
+
+
+def _umask() -> int:
+    # os.umask can only be read by setting it: set and restore under a lock
+    with _umask_lock:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def recover_damaged_cache(dispatcher: Any) -> Any:
+    """Make ``dispatcher`` discard an unreadable on-disk cache entry and compile again, and
+    return it.
+
+    numba raises from a cache load when an index (``.nbi``) or data (``.nbc``) file is
+    truncated or garbled (a full disk, a process killed while copying a cache folder), and
+    then fails in every later process that shares the folder. Here such a load warns, removes
+    the function's index (numba then sees no entry, compiles, and writes a fresh index and data
+    file, each atomically), and returns nothing, which numba reads as "not cached".
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    if cache is None or getattr(cache, "_twinlens_recovers", False):
+        return dispatcher
+    load = cache.load_overload
+
+    def load_overload(sig: Any, target_context: Any) -> Any:
+        try:
+            return load(sig, target_context)
+        except Exception as err:  # any unreadable entry is discarded alike
+            index = Path(cache._cache_file._index_path)
+            warnings.warn(
+                f"twinlens: the numba cache entry of {dispatcher.__name__} in {index.parent} "
+                f"could not be read ({type(err).__name__}: {err}); discarding it and compiling "
+                "again",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            index.unlink(missing_ok=True)
+            return None
+
+    cache.load_overload = load_overload
+    cache._twinlens_recovers = True
+    return dispatcher
 
 
 def quiet_compiles(dispatcher: Any) -> Any:

@@ -4,7 +4,6 @@ caustics; the corner plot of the posterior. Each function writes one PNG and ret
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import numpy as np
 from twinlens.fit.likelihood import FitImaging
 from twinlens.fit.tracer import Tracer
 from twinlens.kernels import lensing
+from twinlens.model.model import path_from_latex_label
 from twinlens.model.paths import readable_label
 
 __all__ = [
@@ -147,39 +147,13 @@ def plot_lens(tracer: Tracer, extent: tuple[float, float, float, float], path: s
     return Path(path)
 
 
-_LATEX = re.compile(r"(?P<name>.+)\^\{\\rm (?P<where>[LS]\d+[ml]\d+(?:\.[A-Za-z_]+\d+)*)\}")
-_WHERE = re.compile(r"([LS])(\d+)([ml])(\d+)")
-
-
-def _path_from_latex(label: str) -> str | None:
-    """The parameter path a :func:`~twinlens.model.latex_label` was made from, or None when
-    ``label`` is not one (checked by making the label again)."""
-    from twinlens.model.model import _LABELS, latex_label
-
-    m = _LATEX.fullmatch(label)
-    if m is None:
-        return None
-    names = {v: k for k, v in _LABELS.items()}
-    last = names.get(m["name"], m["name"].replace(r"\_", "_"))
-    head, *nested = m["where"].split(".")
-    w = _WHERE.fullmatch(head)
-    if w is None:
-        return None
-    role = "lenses" if w[1] == "L" else "sources"
-    kind = "mass" if w[3] == "m" else "light"
-    parts = [f"{role}[{w[2]}]", f"{kind}[{w[4]}]"]
-    parts += [re.sub(r"(\d+)$", r"[\1]", step) for step in nested]
-    path = ".".join([*parts, last])
-    return path if latex_label(path) == label else None
-
-
 def corner_labels(labels: Sequence[str], paths: Sequence[str] | None = None) -> list[str]:
     """Axis labels of a corner plot: each parameter's path as the TOML file names it, with its
     unit (:func:`~twinlens.model.paths.readable_label`). ``paths`` default to those the LaTeX
     ``labels`` were made from; a label that is no parameter's is kept, as LaTeX."""
     out = []
     for i, label in enumerate(labels):
-        path = paths[i] if paths is not None else _path_from_latex(label)
+        path = paths[i] if paths is not None else path_from_latex_label(label)
         out.append(f"${label}$" if path is None else readable_label(path))
     return out
 

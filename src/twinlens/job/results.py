@@ -373,7 +373,7 @@ def write_results(
         if not point and len(result.samples) > model.n_params:  # a corner needs a cloud
             say(f"corner plot of {len(result.samples)} samples")
             files["corner_plot"] = plots.plot_corner(
-                result.samples, model.labels, output / "corner.png", truths
+                result.samples, model.labels, output / "corner.png", truths, paths=model.paths
             )
 
     try:

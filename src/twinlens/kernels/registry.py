@@ -206,9 +206,11 @@ class Kernel:
                 f"{self.name}: for a batch of {n_batch} parameter sets the inputs must have shape "
                 f"(n,) or ({n_batch}, n), got {shape}"
             )
-        if backend == "numba" and "numba" in self.impls:
-            # a hand-written numba kernel takes scalar params: its members run one by one
-            impl = self.implementation("numba")
+        if "numba" in self.impls:
+            # A hand-written kernel sets up from scalar params (the power law picks its series
+            # length from the ellipticity), on numba and in its numpy point function alike: its
+            # members run one by one.
+            impl = self.implementation("numba") if backend == "numba" else self._numpy_point
             per_member = len(flat[0]) != n_per
             rows = [
                 impl(

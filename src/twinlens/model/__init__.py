@@ -1,6 +1,6 @@
 """Models to fit: free and fixed parameters, priors, and vectors to instances."""
 
-from twinlens.model.model import Model, latex_label
+from twinlens.model.model import Model, latex_label, path_from_latex_label
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.model.priors import (
     GaussianPrior,
@@ -20,5 +20,6 @@ __all__ = [
     "get_path",
     "latex_label",
     "parameter_paths",
+    "path_from_latex_label",
     "set_paths",
 ]

@@ -11,6 +11,7 @@ program.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from twinlens.fit.tracer import Tracer
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.model.priors import Prior
 
-__all__ = ["Model", "latex_label"]
+__all__ = ["Model", "latex_label", "path_from_latex_label"]
 
 # LaTeX for the last part of a path (the parameter's own name), with the component index
 _LABELS = {
@@ -53,6 +54,30 @@ def latex_label(path: str) -> str:
     where = head.replace("lenses", "L").replace("sources", "S").replace(".mass", "m")
     where = where.replace(".light", "l").replace("[", "").replace("]", "")
     return f"{name}^{{\\rm {where}}}" if where else name
+
+
+_LATEX = re.compile(r"(?P<name>.+)\^\{\\rm (?P<where>[LS]\d+[ml]\d+(?:\.[A-Za-z_]+\d+)*)\}")
+_WHERE = re.compile(r"([LS])(\d+)([ml])(\d+)")
+
+
+def path_from_latex_label(label: str) -> str | None:
+    """The parameter path :func:`latex_label` made ``label`` from, or None when ``label`` is
+    not one (checked by making the label again)."""
+    m = _LATEX.fullmatch(label)
+    if m is None:
+        return None
+    names = {v: k for k, v in _LABELS.items()}
+    last = names.get(m["name"], m["name"].replace(r"\_", "_"))
+    head, *nested = m["where"].split(".")
+    w = _WHERE.fullmatch(head)
+    if w is None:
+        return None
+    role = "lenses" if w[1] == "L" else "sources"
+    kind = "mass" if w[3] == "m" else "light"
+    parts = [f"{role}[{w[2]}]", f"{kind}[{w[4]}]"]
+    parts += [re.sub(r"(\d+)$", r"[\1]", step) for step in nested]
+    path = ".".join([*parts, last])
+    return path if latex_label(path) == label else None
 
 
 @dataclass(frozen=True, eq=False)
