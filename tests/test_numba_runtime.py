@@ -112,7 +112,8 @@ def test_a_damaged_cache_file_is_discarded_and_compiled_again(tmp_path, damage):
         text=True,
         env=env,
     ).stdout.split()
-    assert values.split()[1:] == pytest.approx([float(v) for v in reference[1:]], rel=1e-12)
+    got = [float(v) for v in values.split()[1:]]
+    assert got == pytest.approx([float(v) for v in reference[1:]], rel=1e-12)
     pattern = "*.nbc" if damage == "truncate data" else "*.nbi"
     files = [f for f in tmp_path.rglob(pattern) if "to_profile_frame" in f.name]
     assert files, f"numba wrote no {pattern} file for the kernel"
