@@ -166,6 +166,14 @@ def test_a_short_fit_writes_every_result_and_recovers_the_lens(tmp_path):
     assert samples.shape == (record["n_samples"], 3)
     model, _ = fits_io.read_image(out / "model.fits")
     assert model.shape == (30, 30)
+    # the fit's own priors reach the COOLEST file (the configuration's uniform [0.5, 1.5])
+    coolest = json.loads((out / "coolest.json").read_text())
+    lens_mass = coolest["lensing_entities"][0]["mass_model"][0]["parameters"]
+    assert lens_mass["theta_E"]["prior"] == {
+        "type": "UniformPrior",
+        "min_value": 0.5,
+        "max_value": 1.5,
+    }
 
 
 @pytest.mark.slow
