@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -125,3 +126,32 @@ def test_float32_jax_inputs_made_before_float64_are_flagged():
         "print(x.dtype, any('float32' in str(m.message) for m in w))\n"
     )
     assert _run_python(code).stdout.split() == ["float32", "True"]
+
+
+def test_jax_persistent_cache_is_used_when_asked(tmp_path):
+    # TWINLENS_JAX_CACHE_DIR (docs/backends.rst, docs/cluster.rst): compiled programs land in
+    # the folder, and a second process reads them back (a cache hit, the same numbers)
+    code = (
+        "import numpy as np\n"
+        "import jax\n"
+        "from twinlens.kernels import get\n"
+        "x = np.linspace(-2.0, 2.0, 257)\n"
+        "ax, ay = get('isothermal.deflections_elliptical')(x, x[::-1], 0.1, -0.2, 0.7, 0.3, 1.3, "
+        "0.05, backend='jax')\n"
+        "print(float(np.sum(ax)), float(np.sum(ay)))\n"
+    )
+    env = {**os.environ, "TWINLENS_JAX_CACHE_DIR": str(tmp_path / "jax")}
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert first.returncode == 0, first.stderr
+    entries = [p for p in (tmp_path / "jax").rglob("*") if p.is_file()]
+    assert entries, "no compiled program was written to TWINLENS_JAX_CACHE_DIR"
+    debug = code.replace(
+        "import jax\n",
+        "import jax, logging\n"
+        "logging.basicConfig(level=logging.DEBUG)\n"
+        "logging.getLogger('jax').setLevel(logging.DEBUG)\n",
+    )
+    second = subprocess.run([sys.executable, "-c", debug], capture_output=True, text=True, env=env)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout
+    assert "Persistent compilation cache hit" in second.stderr
