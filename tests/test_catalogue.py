@@ -222,3 +222,27 @@ def test_the_numba_cache_survives_four_processes_starting_at_once(tmp_path):
     assert list((tmp_path / "cache").rglob("*.nbi")), "nothing was cached"
     later = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert later.returncode == 0 and later.stdout == outputs[0][0], later.stderr[-2000:]
+
+
+def test_numba_threads_are_shared_out_and_set_in_the_task_thread():
+    import threading
+
+    import numba
+
+    from twinlens.catalogue.runner import _numba_share
+    from twinlens.catalogue.task import limit_numba_threads
+
+    assert _numba_share({"kind": "local"}, 8, 2, 1) == 4
+    assert _numba_share({"kind": "local"}, 2, 4, 1) == 1
+    assert _numba_share({"kind": "slurm", "cores": 6}, 64, None, 2) == 3
+    assert _numba_share({"kind": "tcp://host:8786"}, 8, None, 1) is None
+    seen = []
+
+    def task():  # a Dask task runs in an executor thread, not where the worker set up
+        limit_numba_threads(1)
+        seen.append(numba.get_num_threads())
+
+    worker = threading.Thread(target=task)
+    worker.start()
+    worker.join()
+    assert seen == [1]

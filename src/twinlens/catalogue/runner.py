@@ -17,7 +17,7 @@ from twinlens.catalogue.cluster import start_client
 from twinlens.catalogue.plots import plot_catalogue
 from twinlens.catalogue.spec import Catalogue, LensTask
 from twinlens.catalogue.table import build_table, write_table
-from twinlens.catalogue.task import fit_lens, lens_status
+from twinlens.catalogue.task import fit_lens, lens_status, limit_numba_threads
 
 __all__ = ["WarmUp", "run_catalogue"]
 
@@ -35,7 +35,7 @@ class WarmUp(WorkerPlugin):
 
     name = "twinlens-warm-up"
 
-    def __init__(self, task: LensTask, backend: str | None, numba_threads: int) -> None:
+    def __init__(self, task: LensTask, backend: str | None, numba_threads: int | None) -> None:
         self.task, self.backend, self.numba_threads = task, backend, numba_threads
 
     def setup(self, worker: Any) -> None:
@@ -61,10 +61,7 @@ def compile_template(task: LensTask, backend: str | None, numba_threads: int | N
     from twinlens.job.config import parse_config
     from twinlens.search import Objective
 
-    if numba_threads:
-        import numba
-
-        numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))
+    limit_numba_threads(numba_threads)
     config = parse_config(task.config, task.base, backend, read_data=False)
     sub = task.config.get("dataset", {}).get("sub_size", 4)
     grid = Grid2D.uniform(8, 0.1, sub)
@@ -73,6 +70,18 @@ def compile_template(task: LensTask, backend: str | None, numba_threads: int | N
     stand_in = Imaging(np.zeros((8, 8)), np.ones((8, 8)), PSF(kernel), grid)
     objective = Objective.build(config.model, stand_in, config.backend)
     objective.log_likelihood(np.asarray(objective.start)[None, :])
+
+
+def _numba_share(table: dict, cores: int, workers: int | None, threads: int) -> int | None:
+    """numba threads per Dask thread: the local cores shared out among the workers, a
+    batch job's ``cores`` (one worker process per job), or numba's default for a scheduler
+    found by address (its workers' nodes are unknown here)."""
+    kind = table.get("kind", "local")
+    if kind == "local":
+        return max(1, cores // ((workers or cores) * threads))
+    if kind in ("slurm", "pbs") and table.get("cores"):
+        return max(1, int(table["cores"]) // threads)
+    return None
 
 
 def _clock(seconds: float) -> str:
@@ -121,7 +130,7 @@ def run_catalogue(
         cores = os.cpu_count() or 1
         n_workers = workers or table.get("workers")
         threads = threads_per_worker or table.get("threads_per_worker", 1)
-        numba_threads = max(1, cores // ((n_workers or cores) * threads))
+        numba_threads = _numba_share(table, cores, n_workers, threads)
         with dask.config.set({"distributed.scheduler.allowed-failures": retries}):
             client, owned = start_client(table, n_workers, threads)
             try:
@@ -150,7 +159,7 @@ def _run(
     client: Any,
     catalogue: Catalogue,
     todo: list[LensTask],
-    numba_threads: int,
+    numba_threads: int | None,
     retries: int,
     plot: bool,
     progress: bool,
@@ -169,6 +178,7 @@ def _run(
             str(catalogue.output),
             backend,
             plot,
+            numba_threads,
             key=f"lens-{task.id}",
             retries=retries,
             pure=False,

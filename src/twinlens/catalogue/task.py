@@ -75,12 +75,33 @@ def _check_pixels(dataset: Any) -> None:
         )
 
 
-def fit_lens(task: LensTask, output: str, backend: str | None = None, plot: bool = True) -> dict:
+def limit_numba_threads(n: int | None) -> None:
+    """Run numba's loops on at most ``n`` threads in the calling thread.
+
+    numba's thread count is per calling thread: a Dask worker's set-up runs in another thread
+    than its tasks, so each task sets it again. Without this, two workers on two cores each ran
+    numba on both cores, and every fit slowed by a quarter (``docs/cluster.rst``)."""
+    if n:
+        import numba
+
+        numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
+
+
+def fit_lens(
+    task: LensTask,
+    output: str,
+    backend: str | None = None,
+    plot: bool = True,
+    numba_threads: int | None = None,
+) -> dict:
     """Fit one lens of a catalogue into ``output`` (see the module); returns its status row:
     ``id``, ``status`` (``done`` or ``failed``), ``skipped`` (already finished), ``error``,
-    ``seconds`` and ``log``."""
+    ``seconds`` and ``log``. ``numba_threads`` bounds numba's threads (the worker's share of
+    its node's cores)."""
     from twinlens.job import run_fit
     from twinlens.job.config import parse_config
+
+    limit_numba_threads(numba_threads)
 
     finished, partial = lens_folders(Path(output), task.id)
     row: dict[str, Any] = {"id": task.id, "status": "done", "skipped": False, "error": ""}
