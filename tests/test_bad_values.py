@@ -33,8 +33,13 @@ from twinlens.backend import jax_runtime
 from twinlens.backend.concrete import batched
 from twinlens.profiles.checks import MAX_MAGNITUDE, collect_validity
 
-#: One valid profile per constructor, away from every boundary.
-BASE = ALL
+#: One valid profile per constructor, away from every boundary; the multipoles at the even and
+#: odd orders this test probed before the shared values (whose orders are odd) existed.
+BASE = {
+    **ALL,
+    "EllipticalMultipole": dataclasses.replace(ALL["EllipticalMultipole"], m=4),
+    "Multipole": dataclasses.replace(ALL["Multipole"], m=3),
+}
 
 #: Points near the centre, at a few arcsec and far outside (none exactly on a centre).
 XY = np.array([[0.3, -0.7], [1.5, 2.0], [-4.0, 0.1], [0.021, -0.03], [40.0, -25.0]])

@@ -162,7 +162,14 @@ def import_generated(stem: str, source: str) -> ModuleType:
 
 
 def _umask() -> int:
-    # os.umask can only be read by setting it: set and restore under a lock
+    # Linux reports it without changing it; elsewhere os.umask can only be read by setting it
+    # (set and restore under a lock, a moment in which other threads' new files get 022)
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     with _umask_lock:
         mask = os.umask(0o022)
         os.umask(mask)
