@@ -1,29 +1,22 @@
-"""The math of twinlens as plain functions on plain arrays, and the registry of kernels.
+"""The math of twinlens as plain functions on plain arrays, and the kernels built from them.
 
 Each module holds per-point functions that can be called directly on numpy arrays, e.g.
-``twinlens.kernels.geometry.to_profile_frame(x, y, 0.1, 0.0, 0.5)``, and registers them as
-:class:`~twinlens.kernels.registry.Kernel` objects that run on every backend::
+``twinlens.kernels.geometry.to_profile_frame(x, y, 0.1, 0.0, 0.5)``, and exports them as
+:class:`~twinlens.kernels.registry.Kernel` constants that run on every backend::
 
-    from twinlens.kernels import registry
-    xr, yr = registry.get("geometry.to_profile_frame")(x, y, 0.1, 0.0, 0.5, backend="numba")
+    from twinlens.kernels.geometry import TO_PROFILE_FRAME
+    xr, yr = TO_PROFILE_FRAME(x, y, 0.1, 0.0, 0.5, backend="numba")
+
+Every module of this package is imported here, which registers its kernels for listings
+(``twinlens validate``, the agreement tests): a new kernel file needs no line in this file.
 """
 
-# importing a kernel module registers its kernels
-from twinlens.kernels import (
-    ellipticity,  # noqa: F401
-    faddeeva,  # noqa: F401
-    gaussian,  # noqa: F401
-    geometry,  # noqa: F401
-    isothermal,  # noqa: F401
-    light,  # noqa: F401
-    mge,  # noqa: F401
-    multipole,  # noqa: F401
-    nfw,  # noqa: F401
-    point_mass,  # noqa: F401
-    power_law,  # noqa: F401
-    shear,  # noqa: F401
-    sheet,  # noqa: F401
-)
-from twinlens.kernels.registry import Kernel, all_kernels, get, register
+import importlib
+import pkgutil
 
-__all__ = ["Kernel", "all_kernels", "get", "register"]
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+
+from twinlens.kernels.registry import Kernel, KernelCall, all_kernels, get, register  # noqa: E402
+
+__all__ = ["Kernel", "KernelCall", "all_kernels", "get", "register"]

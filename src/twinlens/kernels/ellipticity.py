@@ -33,7 +33,7 @@ def axis_ratio_from_ellipticity(e1, e2):
     return (1.0 - e) / (1.0 + e), where(phi <= -0.5 * pi, phi + pi, phi)
 
 
-register(
+ELLIPTICITY_FROM_AXIS_RATIO = register(
     Kernel(
         name="ellipticity.ellipticity_from_axis_ratio",
         point=ellipticity_from_axis_ratio,
@@ -48,7 +48,7 @@ register(
         doc=ellipticity_from_axis_ratio.__doc__ or "",
     )
 )
-register(
+AXIS_RATIO_FROM_ELLIPTICITY = register(
     Kernel(
         name="ellipticity.axis_ratio_from_ellipticity",
         point=axis_ratio_from_ellipticity,

@@ -273,7 +273,7 @@ _WOFZ_TOL = Tolerance(
     rtol=1e-13, atol=1e-15, why="parts far below |w| are accurate only relative to |w| <= 1"
 )
 
-register(
+WOFZ = register(
     Kernel(
         name="faddeeva.wofz",
         point=wofz_parts,

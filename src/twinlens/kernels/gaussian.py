@@ -57,7 +57,7 @@ from twinlens.kernels.ops import (
     sqrt,
     where,
 )
-from twinlens.kernels.registry import Kernel, get, register
+from twinlens.kernels.registry import Kernel, register
 from twinlens.kernels.tolerance import Tolerance
 
 # |e| below which the near-round quadrature replaces Shajib's formula (1 - q < 0.04): there the
@@ -461,8 +461,9 @@ def _hessian_scale(*params):
     return params[-1]  # kappa0
 
 
-def numba_by_form(family: str, quantity: str):
-    """The numba implementation of a blended kernel (``deflections``, ``hessian``).
+def numba_by_form(near_round: Kernel, elliptical: Kernel):
+    """The numba implementation of a blended kernel (``deflections``, ``hessian``), from its
+    two exact forms.
 
     The blended point function exists for traced ellipticities, which only JAX has; on numba
     every parameter is concrete, so the exact form is chosen here, statically, and its kernel
@@ -471,21 +472,17 @@ def numba_by_form(family: str, quantity: str):
 
     def run(x, y, centre_x, centre_y, e1, e2, *rest):
         if is_near_round(e1, e2):
-            out = get(f"{family}.{quantity}_near_round")(
-                x, y, centre_x, centre_y, e1, e2, *rest, backend="numba"
-            )
+            out = near_round(x, y, centre_x, centre_y, e1, e2, *rest, backend="numba")
         else:
             q, phi = axis_ratio_from_ellipticity(e1, e2)
-            out = get(f"{family}.{quantity}_elliptical")(
-                x, y, centre_x, centre_y, float(q), float(phi), *rest, backend="numba"
-            )
+            out = elliptical(x, y, centre_x, centre_y, float(q), float(phi), *rest, backend="numba")
         return out if isinstance(out, tuple) else (out,)
 
     return run
 
 
 def _register(name, point, params, outputs, tol=_TOL, scale=_deflection_scale, impls=None):
-    register(
+    return register(
         Kernel(
             name=f"gaussian.{name}",
             point=point,
@@ -503,45 +500,64 @@ def _register(name, point, params, outputs, tol=_TOL, scale=_deflection_scale, i
 
 _C = (("centre_x", _CENTRE), ("centre_y", _CENTRE))
 _S = (("sigma", _SIGMA), ("kappa0", _KAPPA0))
+_A = ("alpha_x", "alpha_y")
 _H = ("psi_xx", "psi_xy", "psi_yy")
-_register(
-    "convergence",
-    convergence,
-    (*_C, ("e1", _E_ANY), ("e2", _E_ANY), *_S),
-    ("kappa",),
-    scale=_hessian_scale,
-)
-_register("deflections_spherical", deflections_spherical, (*_C, *_S), ("alpha_x", "alpha_y"))
-_register("hessian_spherical", hessian_spherical, (*_C, *_S), _H, _TOL_HESSIAN, _hessian_scale)
 _QP = (("q", _Q), ("phi", _PHI))
-_register(
-    "deflections_elliptical", deflections_elliptical, (*_C, *_QP, *_S), ("alpha_x", "alpha_y")
+_ER = (("e1", _E_ROUND), ("e2", _E_ROUND))
+_EA = (("e1", _E_ANY), ("e2", _E_ANY))
+CONVERGENCE = _register(
+    "convergence", convergence, (*_C, *_EA, *_S), ("kappa",), scale=_hessian_scale
 )
-_register(
+DEFLECTIONS_SPHERICAL = _register("deflections_spherical", deflections_spherical, (*_C, *_S), _A)
+HESSIAN_SPHERICAL = _register(
+    "hessian_spherical", hessian_spherical, (*_C, *_S), _H, _TOL_HESSIAN, _hessian_scale
+)
+DEFLECTIONS_ELLIPTICAL = _register(
+    "deflections_elliptical", deflections_elliptical, (*_C, *_QP, *_S), _A
+)
+HESSIAN_ELLIPTICAL = _register(
     "hessian_elliptical", hessian_elliptical, (*_C, *_QP, *_S), _H, _TOL_HESSIAN, _hessian_scale
 )
-_ER = (("e1", _E_ROUND), ("e2", _E_ROUND))
-_register(
-    "deflections_near_round", deflections_near_round, (*_C, *_ER, *_S), ("alpha_x", "alpha_y")
+DEFLECTIONS_NEAR_ROUND = _register(
+    "deflections_near_round", deflections_near_round, (*_C, *_ER, *_S), _A
 )
-_register(
+HESSIAN_NEAR_ROUND = _register(
     "hessian_near_round", hessian_near_round, (*_C, *_ER, *_S), _H, _TOL_HESSIAN, _hessian_scale
 )
-_EA = (("e1", _E_ANY), ("e2", _E_ANY))
-_register(
+DEFLECTIONS = _register(
     "deflections",
     deflections,
     (*_C, *_EA, *_S),
-    ("alpha_x", "alpha_y"),
-    impls={"numba": numba_by_form("gaussian", "deflections")},
+    _A,
+    impls={"numba": numba_by_form(DEFLECTIONS_NEAR_ROUND, DEFLECTIONS_ELLIPTICAL)},
 )
-_register(
+HESSIAN = _register(
     "hessian",
     hessian,
     (*_C, *_EA, *_S),
     _H,
     _TOL_HESSIAN,
     _hessian_scale,
-    impls={"numba": numba_by_form("gaussian", "hessian")},
+    impls={"numba": numba_by_form(HESSIAN_NEAR_ROUND, HESSIAN_ELLIPTICAL)},
 )
-_register("potential", potential, (*_C, *_EA, *_S), ("psi",), scale=lambda *p: p[-1] * p[-2] ** 2)
+POTENTIAL = _register(
+    "potential", potential, (*_C, *_EA, *_S), ("psi",), scale=lambda *p: p[-1] * p[-2] ** 2
+)
+
+#: The kernel for each ``(quantity, form)``. Forms: ``spherical`` (ellipticity exactly 0),
+#: ``elliptical`` (a known ``(q, phi)``, Shajib's closed form), ``near_round`` (``(e1, e2)``
+#: within :func:`is_near_round`, the homoeoid quadrature) and ``traced`` (``(e1, e2)`` of any
+#: size, either form chosen per point; for JAX tracers). The convergence and the potential have
+#: one form, ``traced``.
+KERNELS = {
+    ("convergence", "traced"): CONVERGENCE,
+    ("deflections", "spherical"): DEFLECTIONS_SPHERICAL,
+    ("hessian", "spherical"): HESSIAN_SPHERICAL,
+    ("deflections", "elliptical"): DEFLECTIONS_ELLIPTICAL,
+    ("hessian", "elliptical"): HESSIAN_ELLIPTICAL,
+    ("deflections", "near_round"): DEFLECTIONS_NEAR_ROUND,
+    ("hessian", "near_round"): HESSIAN_NEAR_ROUND,
+    ("deflections", "traced"): DEFLECTIONS,
+    ("hessian", "traced"): HESSIAN,
+    ("potential", "traced"): POTENTIAL,
+}

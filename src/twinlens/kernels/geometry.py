@@ -94,7 +94,7 @@ _ANGLE = Domain(-pi, pi, specials=(0.0, pi / 2, -pi / 4, pi, 1e-10))
 # makes sense: 1e-13 is about 50 ulp of the largest coordinate (|x - centre| <= 12).
 _FRAME_TOL = Tolerance(rtol=1e-12, atol=1e-13, why="cancellation to zero on the centre and axes")
 
-register(
+TO_PROFILE_FRAME = register(
     Kernel(
         name="geometry.to_profile_frame",
         point=to_profile_frame,
@@ -106,7 +106,7 @@ register(
         doc=to_profile_frame.__doc__ or "",
     )
 )
-register(
+FROM_PROFILE_FRAME = register(
     Kernel(
         name="geometry.from_profile_frame",
         point=from_profile_frame,

@@ -79,7 +79,7 @@ def arctanh_ratio(z):
     return 16.0 * _atanh_series(v * v) / (d1 * d2 * d3 * d4)
 
 
-register(
+ARCTAN_RATIO = register(
     Kernel(
         name="inverse_trig.arctan_ratio",
         point=arctan_ratio,
@@ -90,7 +90,7 @@ register(
         doc=arctan_ratio.__doc__ or "",
     )
 )
-register(
+ARCTANH_RATIO = register(
     Kernel(
         name="inverse_trig.arctanh_ratio",
         point=arctanh_ratio,

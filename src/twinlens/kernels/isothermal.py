@@ -1,6 +1,7 @@
 """Isothermal mass: SIS, SIE and the cored NIE, as plain functions of one point.
 
-Convention (lenstronomy's SIE and NIE; ``theta_E`` is the intermediate-axis Einstein radius)::
+Convention (lenstronomy's SIE and NIE; ``theta_E``, the argument ``einstein_radius``, is the
+intermediate-axis Einstein radius; ``s`` is the argument ``core_radius``)::
 
     kappa = theta_E / (2 sqrt(q x'^2 + y'^2 / q + s^2)),
 
@@ -57,10 +58,10 @@ R2_FLOOR = 1e-60
 
 
 @pointwise
-def _shape(q, theta_e, core):
+def _shape(q, einstein_radius, core_radius):
     # Per-profile constants: eps^2 = (1 - q)(1 + q) (exact as q -> 1), A, s_K.
     eps2 = (1.0 - q) * (1.0 + q)
-    return sqrt(eps2), theta_e * sqrt(q), core / sqrt(q)
+    return sqrt(eps2), einstein_radius * sqrt(q), core_radius / sqrt(q)
 
 
 @pointwise
@@ -73,10 +74,10 @@ def _frame_terms(xp, yp, q, eps, core_k):
 
 
 @pointwise
-def convergence(x, y, centre_x, centre_y, e1, e2, theta_e, core):
+def convergence(x, y, centre_x, centre_y, e1, e2, einstein_radius, core_radius):
     """Convergence (dimensionless), all ``q``."""
-    xi = quadratic_form(x - centre_x, y - centre_y, e1, e2) + core * core
-    return 0.5 * theta_e / sqrt(maximum(xi, R2_FLOOR))
+    xi = quadratic_form(x - centre_x, y - centre_y, e1, e2) + core_radius * core_radius
+    return 0.5 * einstein_radius / sqrt(maximum(xi, R2_FLOOR))
 
 
 # ------------------------------------------------------------------------------------------
@@ -84,44 +85,46 @@ def convergence(x, y, centre_x, centre_y, e1, e2, theta_e, core):
 
 
 @pointwise
-def _round_factor(w, theta_e, core):
+def _round_factor(w, einstein_radius, core_radius):
     # alpha = g theta with g = theta_E / (S + s), S = sqrt(r^2 + s^2); and dg / d(r^2)
-    big_s = sqrt(maximum(w + core * core, R2_FLOOR))
-    g = theta_e / (big_s + core)
-    return g, -0.5 * g / (big_s * (big_s + core)), big_s
+    big_s = sqrt(maximum(w + core_radius * core_radius, R2_FLOOR))
+    g = einstein_radius / (big_s + core_radius)
+    return g, -0.5 * g / (big_s * (big_s + core_radius)), big_s
 
 
 @pointwise
-def deflections_spherical(x, y, centre_x, centre_y, theta_e, core):
+def deflections_spherical(x, y, centre_x, centre_y, einstein_radius, core_radius):
     """Deflections of the round profile, arcsec."""
-    dx, dy = held_at_centre(x - centre_x, y - centre_y, core)
-    g, _, _ = _round_factor(dx * dx + dy * dy, theta_e, core)
+    dx, dy = held_at_centre(x - centre_x, y - centre_y, core_radius)
+    g, _, _ = _round_factor(dx * dx + dy * dy, einstein_radius, core_radius)
     return g * dx, g * dy
 
 
 @pointwise
-def hessian_spherical(x, y, centre_x, centre_y, theta_e, core):
+def hessian_spherical(x, y, centre_x, centre_y, einstein_radius, core_radius):
     """Hessian ``(psi_xx, psi_xy, psi_yy)`` of the round profile."""
     dx = x - centre_x
     dy = y - centre_y
-    g, dg, _ = _round_factor(dx * dx + dy * dy, theta_e, core)
+    g, dg, _ = _round_factor(dx * dx + dy * dy, einstein_radius, core_radius)
     return g + 2.0 * dg * dx * dx, 2.0 * dg * dx * dy, g + 2.0 * dg * dy * dy
 
 
 @pointwise
-def _log_core_term(big_s, core, tiny_core):
+def _log_core_term(big_s, core_radius, tiny_core):
     # s ln((s + S) / (2 s)), which -> 0 as s -> 0 (safe at s = 0 on every backend)
-    safe = where(tiny_core, 1.0, core)
-    return where(tiny_core, 0.0, core * log((safe + big_s) / (2.0 * safe)))
+    safe = where(tiny_core, 1.0, core_radius)
+    return where(tiny_core, 0.0, core_radius * log((safe + big_s) / (2.0 * safe)))
 
 
 @pointwise
-def potential_spherical(x, y, centre_x, centre_y, theta_e, core):
+def potential_spherical(x, y, centre_x, centre_y, einstein_radius, core_radius):
     """Potential of the round profile, arcsec^2, zero at the centre."""
     dx = x - centre_x
     dy = y - centre_y
-    _, _, big_s = _round_factor(dx * dx + dy * dy, theta_e, core)
-    return theta_e * (big_s - core - _log_core_term(big_s, core, core <= 0.0))
+    _, _, big_s = _round_factor(dx * dx + dy * dy, einstein_radius, core_radius)
+    return einstein_radius * (
+        big_s - core_radius - _log_core_term(big_s, core_radius, core_radius <= 0.0)
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -137,9 +140,9 @@ def _deflections_frame(xp, yp, q, eps, amp, core_k):
 
 
 @pointwise
-def deflections_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core):
+def deflections_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius):
     """Deflections for axis ratio ``q`` in (0, 1] and angle ``phi`` (radians), arcsec."""
-    eps, amp, core_k = _shape(q, theta_e, core)
+    eps, amp, core_k = _shape(q, einstein_radius, core_radius)
     xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
     ax, ay = _deflections_frame(xp, yp, q, eps, amp, core_k)
     return from_profile_frame(ax, ay, phi)
@@ -159,9 +162,9 @@ def _hessian_frame(xp, yp, q, eps, amp, core_k):
 
 
 @pointwise
-def hessian_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core):
+def hessian_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius):
     """Hessian ``(psi_xx, psi_xy, psi_yy)`` for ``q`` in (0, 1]."""
-    eps, amp, core_k = _shape(q, theta_e, core)
+    eps, amp, core_k = _shape(q, einstein_radius, core_radius)
     xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
     hxx, hxy, hyy = _hessian_frame(xp, yp, q, eps, amp, core_k)
     return hessian_from_profile_frame(hxx, hxy, hyy, phi)
@@ -181,9 +184,9 @@ def _potential_frame(xp, yp, q, eps, amp, core_k):
 
 
 @pointwise
-def potential_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core):
+def potential_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius):
     """Potential for ``q`` in (0, 1], arcsec^2, zero at the centre."""
-    eps, amp, core_k = _shape(q, theta_e, core)
+    eps, amp, core_k = _shape(q, einstein_radius, core_radius)
     xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
     return _potential_frame(xp, yp, q, eps, amp, core_k)
 
@@ -193,16 +196,16 @@ def potential_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core):
 
 
 @pointwise
-def _first_order(dx, dy, e1, e2, theta_e, core):
+def _first_order(dx, dy, e1, e2, einstein_radius, core_radius):
     # alpha ~ theta I0 - 2 E theta I1 - 2 theta (theta^T E theta) I2: the homoeoid integral
     # alpha = int_0^1 kappa(u theta^T P^-1 theta) P^-1 theta / sqrt(det P) du expanded to first
     # order in E = [[e1, e2], [e2, -e1]], with I_k = int_0^1 u^k kappa(u r^2) du (k = 0, 1) and
     # I2 = int_0^1 u^2 kappa'(u r^2) du, in closed form for kappa(w) = theta_E / (2 sqrt(w + s^2)).
-    dx, dy = held_at_centre(dx, dy, core)
-    g, _, big_s = _round_factor(dx * dx + dy * dy, theta_e, core)
-    sc = big_s + core
-    i1 = theta_e * (big_s + 2.0 * core) / (3.0 * sc * sc)
-    i2 = -theta_e * (big_s + 3.0 * core) / (6.0 * big_s * sc * sc * sc)
+    dx, dy = held_at_centre(dx, dy, core_radius)
+    g, _, big_s = _round_factor(dx * dx + dy * dy, einstein_radius, core_radius)
+    sc = big_s + core_radius
+    i1 = einstein_radius * (big_s + 2.0 * core_radius) / (3.0 * sc * sc)
+    i2 = -einstein_radius * (big_s + 3.0 * core_radius) / (6.0 * big_s * sc * sc * sc)
     ex = e1 * dx + e2 * dy
     ey = e2 * dx - e1 * dy
     quad = dx * ex + dy * ey
@@ -219,36 +222,40 @@ def _safe_axis_ratio(e1, e2, tiny):
 
 
 @pointwise
-def deflections(x, y, centre_x, centre_y, e1, e2, theta_e, core):
+def deflections(x, y, centre_x, centre_y, e1, e2, einstein_radius, core_radius):
     """Deflections from ``(e1, e2)``, smooth (with exact gradients) through ``e = 0``."""
     tiny = e1 * e1 + e2 * e2 < E_TAYLOR * E_TAYLOR
     q, phi = _safe_axis_ratio(e1, e2, tiny)
-    ax, ay = deflections_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core)
-    tx, ty = _first_order(x - centre_x, y - centre_y, e1, e2, theta_e, core)
+    ax, ay = deflections_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius)
+    tx, ty = _first_order(x - centre_x, y - centre_y, e1, e2, einstein_radius, core_radius)
     return where(tiny, tx, ax), where(tiny, ty, ay)
 
 
 @pointwise
-def hessian(x, y, centre_x, centre_y, e1, e2, theta_e, core):
+def hessian(x, y, centre_x, centre_y, e1, e2, einstein_radius, core_radius):
     """Hessian from ``(e1, e2)``; exact values for every ``e`` (round below ``|e| = 1e-30``).
 
     Its derivatives with respect to ``(e1, e2)`` lose accuracy for ``|e| < 1e-8`` (through the
     undefined angle); the deflections' do not."""
     tiny = e1 * e1 + e2 * e2 < 1e-60
     q, phi = _safe_axis_ratio(e1, e2, tiny)
-    exx, exy, eyy = hessian_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core)
-    rxx, rxy, ryy = hessian_spherical(x, y, centre_x, centre_y, theta_e, core)
+    exx, exy, eyy = hessian_elliptical(
+        x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius
+    )
+    rxx, rxy, ryy = hessian_spherical(x, y, centre_x, centre_y, einstein_radius, core_radius)
     return where(tiny, rxx, exx), where(tiny, rxy, exy), where(tiny, ryy, eyy)
 
 
 @pointwise
-def potential(x, y, centre_x, centre_y, e1, e2, theta_e, core):
+def potential(x, y, centre_x, centre_y, e1, e2, einstein_radius, core_radius):
     """Potential from ``(e1, e2)``, arcsec^2 (the same caveat on ellipticity gradients as
     :func:`hessian`)."""
     tiny = e1 * e1 + e2 * e2 < 1e-60
     q, phi = _safe_axis_ratio(e1, e2, tiny)
-    out = potential_elliptical(x, y, centre_x, centre_y, q, phi, theta_e, core)
-    return where(tiny, potential_spherical(x, y, centre_x, centre_y, theta_e, core), out)
+    out = potential_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius)
+    return where(
+        tiny, potential_spherical(x, y, centre_x, centre_y, einstein_radius, core_radius), out
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -272,7 +279,7 @@ _TOL_P = Tolerance(rtol=1e-11, atol=1e-13, why="the core term cancels x alpha_x 
 
 
 def _register(name, point, shape, outputs, tol=_TOL):
-    register(
+    return register(
         Kernel(
             name=f"isothermal.{name}",
             point=point,
@@ -281,8 +288,8 @@ def _register(name, point, shape, outputs, tol=_TOL):
                 Arg("centre_x", _CENTRE),
                 Arg("centre_y", _CENTRE),
                 *shape,
-                Arg("theta_e", _THETA_E),
-                Arg("core", _CORE),
+                Arg("einstein_radius", _THETA_E),
+                Arg("core_radius", _CORE),
             ),
             outputs=outputs,
             tol=tol,
@@ -297,13 +304,31 @@ _EA = (Arg("e1", _E), Arg("e2", _E))
 _QP = (Arg("q", _Q), Arg("phi", _PHI))
 _A = ("alpha_x", "alpha_y")
 _H = ("psi_xx", "psi_xy", "psi_yy")
-_register("convergence", convergence, _EA, ("kappa",), _TOL_H)
-_register("deflections_spherical", deflections_spherical, (), _A)
-_register("hessian_spherical", hessian_spherical, (), _H, _TOL_H)
-_register("potential_spherical", potential_spherical, (), ("psi",), _TOL_P)
-_register("deflections_elliptical", deflections_elliptical, _QP, _A)
-_register("hessian_elliptical", hessian_elliptical, _QP, _H, _TOL_H)
-_register("potential_elliptical", potential_elliptical, _QP, ("psi",), _TOL_P)
-_register("deflections", deflections, _EA, _A)
-_register("hessian", hessian, _EA, _H, _TOL_H)
-_register("potential", potential, _EA, ("psi",), _TOL_P)
+CONVERGENCE = _register("convergence", convergence, _EA, ("kappa",), _TOL_H)
+DEFLECTIONS_SPHERICAL = _register("deflections_spherical", deflections_spherical, (), _A)
+HESSIAN_SPHERICAL = _register("hessian_spherical", hessian_spherical, (), _H, _TOL_H)
+POTENTIAL_SPHERICAL = _register("potential_spherical", potential_spherical, (), ("psi",), _TOL_P)
+DEFLECTIONS_ELLIPTICAL = _register("deflections_elliptical", deflections_elliptical, _QP, _A)
+HESSIAN_ELLIPTICAL = _register("hessian_elliptical", hessian_elliptical, _QP, _H, _TOL_H)
+POTENTIAL_ELLIPTICAL = _register(
+    "potential_elliptical", potential_elliptical, _QP, ("psi",), _TOL_P
+)
+DEFLECTIONS = _register("deflections", deflections, _EA, _A)
+HESSIAN = _register("hessian", hessian, _EA, _H, _TOL_H)
+POTENTIAL = _register("potential", potential, _EA, ("psi",), _TOL_P)
+
+#: The kernel for each ``(quantity, form)``. Forms: ``spherical`` (ellipticity exactly 0; no
+#: shape parameters), ``elliptical`` (a known ``(q, phi)``) and ``traced`` (``(e1, e2)``, smooth
+#: through ``e = 0``, for JAX tracers). The convergence has one form, ``traced``, exact for all.
+KERNELS = {
+    ("convergence", "traced"): CONVERGENCE,
+    ("deflections", "spherical"): DEFLECTIONS_SPHERICAL,
+    ("hessian", "spherical"): HESSIAN_SPHERICAL,
+    ("potential", "spherical"): POTENTIAL_SPHERICAL,
+    ("deflections", "elliptical"): DEFLECTIONS_ELLIPTICAL,
+    ("hessian", "elliptical"): HESSIAN_ELLIPTICAL,
+    ("potential", "elliptical"): POTENTIAL_ELLIPTICAL,
+    ("deflections", "traced"): DEFLECTIONS,
+    ("hessian", "traced"): HESSIAN,
+    ("potential", "traced"): POTENTIAL,
+}

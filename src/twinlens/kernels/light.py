@@ -258,7 +258,7 @@ _SHAPE = (
 
 
 def _register(name, point, params):
-    register(
+    return register(
         Kernel(
             name=f"light.{name}",
             point=point,
@@ -273,8 +273,8 @@ def _register(name, point, params):
     )
 
 
-_register("sersic", sersic, (*_SHAPE, Arg("intensity", _INTENSITY)))
-_register(
+SERSIC = _register("sersic", sersic, (*_SHAPE, Arg("intensity", _INTENSITY)))
+CORE_SERSIC = _register(
     "core_sersic",
     core_sersic,
     (

@@ -25,9 +25,8 @@ _SIGMAS = Arg("sigmas", gaussian._SIGMA, size=_N_COMPONENTS)
 _KAPPAS = Arg("kappas", gaussian._KAPPA0, size=_N_COMPONENTS)
 
 
-def _register(name, params, outputs, tol=gaussian._TOL, power=1, impls=None):
-    single = getattr(gaussian, name)
-    register(
+def _register(name, single, params, outputs, tol=gaussian._TOL, power=1, impls=None):
+    return register(
         Kernel(
             name=f"mge.{name}",
             point=single,
@@ -45,24 +44,53 @@ def _register(name, params, outputs, tol=gaussian._TOL, power=1, impls=None):
     )
 
 
-_C, _EA, _ER, _QP, _H = gaussian._C, gaussian._EA, gaussian._ER, gaussian._QP, gaussian._H
-_A = ("alpha_x", "alpha_y")
+_C, _EA, _ER, _QP = gaussian._C, gaussian._EA, gaussian._ER, gaussian._QP
+_A, _H = gaussian._A, gaussian._H
 _T = gaussian._TOL_HESSIAN
-_register("convergence", (*_C, *_EA), ("kappa",), power=0)
-_register("deflections_spherical", _C, _A)
-_register("deflections_elliptical", (*_C, *_QP), _A)
-_register("deflections_near_round", (*_C, *_ER), _A)
-_register(
-    "deflections", (*_C, *_EA), _A, impls={"numba": gaussian.numba_by_form("mge", "deflections")}
+g = gaussian
+CONVERGENCE = _register("convergence", g.convergence, (*_C, *_EA), ("kappa",), power=0)
+DEFLECTIONS_SPHERICAL = _register("deflections_spherical", g.deflections_spherical, _C, _A)
+DEFLECTIONS_ELLIPTICAL = _register(
+    "deflections_elliptical", g.deflections_elliptical, (*_C, *_QP), _A
 )
-_register("hessian_elliptical", (*_C, *_QP), _H, _T, power=0)
-_register("hessian_near_round", (*_C, *_ER), _H, _T, power=0)
-_register(
+DEFLECTIONS_NEAR_ROUND = _register(
+    "deflections_near_round", g.deflections_near_round, (*_C, *_ER), _A
+)
+DEFLECTIONS = _register(
+    "deflections",
+    g.deflections,
+    (*_C, *_EA),
+    _A,
+    impls={"numba": g.numba_by_form(DEFLECTIONS_NEAR_ROUND, DEFLECTIONS_ELLIPTICAL)},
+)
+HESSIAN_ELLIPTICAL = _register(
+    "hessian_elliptical", g.hessian_elliptical, (*_C, *_QP), _H, _T, power=0
+)
+HESSIAN_NEAR_ROUND = _register(
+    "hessian_near_round", g.hessian_near_round, (*_C, *_ER), _H, _T, power=0
+)
+HESSIAN = _register(
     "hessian",
+    g.hessian,
     (*_C, *_EA),
     _H,
     _T,
     power=0,
-    impls={"numba": gaussian.numba_by_form("mge", "hessian")},
+    impls={"numba": g.numba_by_form(HESSIAN_NEAR_ROUND, HESSIAN_ELLIPTICAL)},
 )
-_register("potential", (*_C, *_EA), ("psi",), power=2)
+POTENTIAL = _register("potential", g.potential, (*_C, *_EA), ("psi",), power=2)
+del g
+
+#: The kernel for each ``(quantity, form)``, the forms of
+#: :data:`twinlens.kernels.gaussian.KERNELS` (the round hessian is the near-round form's).
+KERNELS = {
+    ("convergence", "traced"): CONVERGENCE,
+    ("deflections", "spherical"): DEFLECTIONS_SPHERICAL,
+    ("deflections", "elliptical"): DEFLECTIONS_ELLIPTICAL,
+    ("deflections", "near_round"): DEFLECTIONS_NEAR_ROUND,
+    ("deflections", "traced"): DEFLECTIONS,
+    ("hessian", "elliptical"): HESSIAN_ELLIPTICAL,
+    ("hessian", "near_round"): HESSIAN_NEAR_ROUND,
+    ("hessian", "traced"): HESSIAN,
+    ("potential", "traced"): POTENTIAL,
+}

@@ -37,6 +37,9 @@ closed-form for every ``q``: ``H = (g / r) e_phi e_phi^T + (c1 / 2r) [[c, s], [s
 At the centre (``r = 0``) every quantity returns 0 (the mean over directions of the bounded
 terms; the logarithmically divergent deflection of odd ``m`` is set to 0 too); every ``where``
 has finite branches, so JAX gradients are finite there.
+
+The kernels' arguments ``amplitude`` and ``einstein_radius`` are ``a_m`` and ``r_E`` above (the
+profiles' field names); ``phi_m`` and ``phi_ref`` are in radians (the profiles hold degrees).
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ from twinlens.kernels.ops import (
     sqrt,
     where,
 )
-from twinlens.kernels.registry import Kernel, get, register
+from twinlens.kernels.registry import Kernel, register
 from twinlens.kernels.tolerance import Tolerance
 
 #: the near-round quadrature serves ``1 - Q_SWITCH < q <= 1``; closed forms serve the rest
@@ -94,61 +97,61 @@ def _polar(dx, dy):
 
 
 @pointwise
-def convergence(x, y, centre_x, centre_y, m, a_m, phi_m):
+def convergence(x, y, centre_x, centre_y, m, amplitude, phi_m):
     """Convergence ``a_m cos(m (phi - phi_m)) / (2 r)`` (any ``m >= 1``); 0 at the centre."""
     r, c, s, inside = _polar(x - centre_x, y - centre_y)
-    return where(inside, 0.5 * a_m * cos(m * (arctan2(s, c) - phi_m)) / r, 0.0)
+    return where(inside, 0.5 * amplitude * cos(m * (arctan2(s, c) - phi_m)) / r, 0.0)
 
 
 @pointwise
-def deflections(x, y, centre_x, centre_y, m, a_m, phi_m):
+def deflections(x, y, centre_x, centre_y, m, amplitude, phi_m):
     """Deflections for ``m >= 2``, arcsec: ``a_m / (1 - m^2) (cos(m D) e_r - m sin(m D)
     e_phi)``, ``D = phi - phi_m``; 0 at the centre."""
     _, c, s, inside = _polar(x - centre_x, y - centre_y)
     d = m * (arctan2(s, c) - phi_m)
-    f = a_m / (1.0 - m * m)
+    f = amplitude / (1.0 - m * m)
     ar = f * cos(d)
     ap = -f * m * sin(d)
     return where(inside, ar * c - ap * s, 0.0), where(inside, ar * s + ap * c, 0.0)
 
 
 @pointwise
-def hessian(x, y, centre_x, centre_y, m, a_m, phi_m):
+def hessian(x, y, centre_x, centre_y, m, amplitude, phi_m):
     """Hessian for ``m >= 2``: ``a_m cos(m D) / r e_phi e_phi^T``; 0 at the centre."""
     r, c, s, inside = _polar(x - centre_x, y - centre_y)
-    h = where(inside, a_m * cos(m * (arctan2(s, c) - phi_m)) / r, 0.0)
+    h = where(inside, amplitude * cos(m * (arctan2(s, c) - phi_m)) / r, 0.0)
     return h * s * s, -h * c * s, h * c * c
 
 
 @pointwise
-def potential(x, y, centre_x, centre_y, m, a_m, phi_m):
+def potential(x, y, centre_x, centre_y, m, amplitude, phi_m):
     """Potential ``a_m r cos(m D) / (1 - m^2)`` for ``m >= 2``, arcsec^2; 0 at the centre."""
     r, c, s, inside = _polar(x - centre_x, y - centre_y)
-    return where(inside, a_m * r * cos(m * (arctan2(s, c) - phi_m)) / (1.0 - m * m), 0.0)
+    return where(inside, amplitude * r * cos(m * (arctan2(s, c) - phi_m)) / (1.0 - m * m), 0.0)
 
 
 @pointwise
-def deflections_m1(x, y, centre_x, centre_y, a_m, phi_m, r_e):
+def deflections_m1(x, y, centre_x, centre_y, amplitude, phi_m, einstein_radius):
     """Deflections for ``m = 1``, arcsec: ``(a_m / 2) (ln(r / r_E) (cos phi_m, sin phi_m) +
     cos(D) (cos phi, sin phi))``; 0 at the centre."""
     r, c, s, inside = _polar(x - centre_x, y - centre_y)
     cm = cos(phi_m)
     sm = sin(phi_m)
-    lr = log(r / r_e)
+    lr = log(r / einstein_radius)
     u = c * cm + s * sm
-    ax = 0.5 * a_m * (cm * lr + u * c)
-    ay = 0.5 * a_m * (sm * lr + u * s)
+    ax = 0.5 * amplitude * (cm * lr + u * c)
+    ay = 0.5 * amplitude * (sm * lr + u * s)
     return where(inside, ax, 0.0), where(inside, ay, 0.0)
 
 
 @pointwise
-def hessian_m1(x, y, centre_x, centre_y, a_m, phi_m, r_e):
+def hessian_m1(x, y, centre_x, centre_y, amplitude, phi_m, einstein_radius):
     """Hessian for ``m = 1`` (independent of ``r_E``); 0 at the centre."""
     r, c, s, inside = _polar(x - centre_x, y - centre_y)
     cm = cos(phi_m)
     sm = sin(phi_m)
     u = c * cm + s * sm
-    f = where(inside, 0.5 * a_m / r, 0.0)
+    f = where(inside, 0.5 * amplitude / r, 0.0)
     # psi = (a_m / 2) ln(r / r_E) (x cm + y sm), differentiated twice
     hxx = f * (u + 2.0 * c * cm - 2.0 * c * c * u)
     hxy = f * (c * sm + s * cm - 2.0 * c * s * u)
@@ -157,11 +160,11 @@ def hessian_m1(x, y, centre_x, centre_y, a_m, phi_m, r_e):
 
 
 @pointwise
-def potential_m1(x, y, centre_x, centre_y, a_m, phi_m, r_e):
+def potential_m1(x, y, centre_x, centre_y, amplitude, phi_m, einstein_radius):
     """Potential ``(a_m / 2) r ln(r / r_E) cos(phi - phi_m)`` for ``m = 1``; 0 at the centre."""
     r, c, s, inside = _polar(x - centre_x, y - centre_y)
     u = c * cos(phi_m) + s * sin(phi_m)
-    return where(inside, 0.5 * a_m * r * log(r / r_e) * u, 0.0)
+    return where(inside, 0.5 * amplitude * r * log(r / einstein_radius) * u, 0.0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -199,18 +202,20 @@ def _resonance(q, m):
 
 
 @pointwise
-def _assemble_deflection(r, c, s, inside, p, dp, c1, s1, r_e, a_m, phi_ref):
+def _assemble_deflection(r, c, s, inside, p, dp, c1, s1, einstein_radius, amplitude, phi_ref):
     # alpha' = P e_r + P' e_phi + log terms, rotated from the reference frame to the sky
-    lr = log(r / r_e)
+    lr = log(r / einstein_radius)
     ax = p * c - dp * s + 0.5 * (c1 * (lr + c * c) + s1 * c * s)
     ay = p * s + dp * c + 0.5 * (c1 * c * s + s1 * (lr + s * s))
-    ax, ay = from_profile_frame(a_m * ax, a_m * ay, phi_ref)
+    ax, ay = from_profile_frame(amplitude * ax, amplitude * ay, phi_ref)
     return where(inside, ax, 0.0), where(inside, ay, 0.0)
 
 
 @pointwise
-def _assemble_potential(r, c, s, inside, p, c1, s1, r_e, a_m):
-    return where(inside, a_m * r * (p + 0.5 * log(r / r_e) * (c1 * c + s1 * s)), 0.0)
+def _assemble_potential(r, c, s, inside, p, c1, s1, einstein_radius, amplitude):
+    return where(
+        inside, amplitude * r * (p + 0.5 * log(r / einstein_radius) * (c1 * c + s1 * s)), 0.0
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -338,12 +343,12 @@ def _frame(x, y, centre_x, centre_y, phi_ref):
 
 
 def _make_elliptical(m):
-    def convergence(x, y, centre_x, centre_y, phi_ref, q, a_m, phi_m, r_e):
+    def convergence(x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius):
         r, c, s, inside = _frame(x, y, centre_x, centre_y, phi_ref)
         g = _harmonic(c, s, q, m, cos(m * phi_m), sin(m * phi_m))
-        return where(inside, 0.5 * a_m * g / r, 0.0)
+        return where(inside, 0.5 * amplitude * g / r, 0.0)
 
-    def hessian(x, y, centre_x, centre_y, phi_ref, q, a_m, phi_m, r_e):
+    def hessian(x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius):
         r, c, s, inside = _frame(x, y, centre_x, centre_y, phi_ref)
         cm = cos(m * phi_m)
         sm = sin(m * phi_m)
@@ -351,7 +356,7 @@ def _make_elliptical(m):
         res = _resonance(q, m)
         c1 = res * cm
         s1 = res * sm
-        f = where(inside, a_m / r, 0.0)
+        f = where(inside, amplitude / r, 0.0)
         hxx = f * (g * s * s + 0.5 * (c1 * c - s1 * s))
         hxy = f * (-g * c * s + 0.5 * (c1 * s + s1 * c))
         hyy = f * (g * c * c - 0.5 * (c1 * c - s1 * s))
@@ -363,7 +368,7 @@ def _make_elliptical(m):
         xy = sr * cr * (hxx - hyy) + (cr * cr - sr * sr) * hxy
         return xx, xy, yy
 
-    def fields(x, y, centre_x, centre_y, phi_ref, q, a_m, phi_m, r_e, form):
+    def fields(x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius, form):
         r, c, s, inside = _frame(x, y, centre_x, centre_y, phi_ref)
         cm = cos(m * phi_m)
         sm = sin(m * phi_m)
@@ -384,20 +389,22 @@ def _make_elliptical(m):
     fields = pointwise(fields)
 
     def make_deflections(form):
-        def deflections(x, y, centre_x, centre_y, phi_ref, q, a_m, phi_m, r_e):
+        def deflections(x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius):
             r, c, s, inside, p, dp, c1, s1 = fields(
-                x, y, centre_x, centre_y, phi_ref, q, a_m, phi_m, r_e, form
+                x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius, form
             )
-            return _assemble_deflection(r, c, s, inside, p, dp, c1, s1, r_e, a_m, phi_ref)
+            return _assemble_deflection(
+                r, c, s, inside, p, dp, c1, s1, einstein_radius, amplitude, phi_ref
+            )
 
         return deflections
 
     def make_potential(form):
-        def potential(x, y, centre_x, centre_y, phi_ref, q, a_m, phi_m, r_e):
+        def potential(x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius):
             r, c, s, inside, p, _, c1, s1 = fields(
-                x, y, centre_x, centre_y, phi_ref, q, a_m, phi_m, r_e, form
+                x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius, form
             )
-            return _assemble_potential(r, c, s, inside, p, c1, s1, r_e, a_m)
+            return _assemble_potential(r, c, s, inside, p, c1, s1, einstein_radius, amplitude)
 
         return potential
 
@@ -466,11 +473,12 @@ def _scale(*p):
     return max(abs(p[-3]) if len(p) >= 3 else 1.0, 1e-300)
 
 
-def _reg(name, point, params, outputs, tol, scale=None, impls=None):
-    register(
+def _reg(name, point, params, outputs, tol, scale=None, impls=None, point_from=""):
+    return register(
         Kernel(
             name=name,
             point=point,
+            point_from=point_from,
             inputs=(Arg("x", _XY), Arg("y", _XY)),
             params=params,
             outputs=outputs,
@@ -489,25 +497,42 @@ _CIRC = (
     Arg("centre_x", _CENTRE),
     Arg("centre_y", _CENTRE),
     Arg("m", _M),
-    Arg("a_m", _A),
+    Arg("amplitude", _A),
     Arg("phi_m", _ANGLE),
 )
 _CIRC1 = (
     Arg("centre_x", _CENTRE),
     Arg("centre_y", _CENTRE),
-    Arg("a_m", _A),
+    Arg("amplitude", _A),
     Arg("phi_m", _ANGLE),
-    Arg("r_e", _R_E),
+    Arg("einstein_radius", _R_E),
 )
 _amp_circ = lambda *p: max(abs(p[3]), 1e-300)  # noqa: E731
 _amp_m1 = lambda *p: max(abs(p[2]), 1e-300)  # noqa: E731
-_reg("multipole.convergence", convergence, _CIRC, ("kappa",), _TOL, _amp_circ)
-_reg("multipole.deflections", deflections, _CIRC, _AL, _TOL, _amp_circ)
-_reg("multipole.hessian", hessian, _CIRC, _H, _TOL, _amp_circ)
-_reg("multipole.potential", potential, _CIRC, ("psi",), _TOL_PSI, _amp_circ)
-_reg("multipole.deflections_m1", deflections_m1, _CIRC1, _AL, _TOL, _amp_m1)
-_reg("multipole.hessian_m1", hessian_m1, _CIRC1, _H, _TOL, _amp_m1)
-_reg("multipole.potential_m1", potential_m1, _CIRC1, ("psi",), _TOL_PSI, _amp_m1)
+CONVERGENCE = _reg("multipole.convergence", convergence, _CIRC, ("kappa",), _TOL, _amp_circ)
+DEFLECTIONS = _reg("multipole.deflections", deflections, _CIRC, _AL, _TOL, _amp_circ)
+HESSIAN = _reg("multipole.hessian", hessian, _CIRC, _H, _TOL, _amp_circ)
+POTENTIAL = _reg("multipole.potential", potential, _CIRC, ("psi",), _TOL_PSI, _amp_circ)
+DEFLECTIONS_M1 = _reg("multipole.deflections_m1", deflections_m1, _CIRC1, _AL, _TOL, _amp_m1)
+HESSIAN_M1 = _reg("multipole.hessian_m1", hessian_m1, _CIRC1, _H, _TOL, _amp_m1)
+POTENTIAL_M1 = _reg("multipole.potential_m1", potential_m1, _CIRC1, ("psi",), _TOL_PSI, _amp_m1)
+
+#: The circular multipole's kernels by quantity, for orders ``m >= 2`` (parameters
+#: ``centre_x, centre_y, m, amplitude, phi_m``) ...
+KERNELS = {
+    "convergence": CONVERGENCE,
+    "deflections": DEFLECTIONS,
+    "hessian": HESSIAN,
+    "potential": POTENTIAL,
+}
+#: ... and for ``m = 1`` (parameters ``centre_x, centre_y, amplitude, phi_m, einstein_radius``;
+#: its convergence is the general one).
+KERNELS_M1 = {
+    "convergence": CONVERGENCE,
+    "deflections": DEFLECTIONS_M1,
+    "hessian": HESSIAN_M1,
+    "potential": POTENTIAL_M1,
+}
 
 
 def _ell_params(q_domain):
@@ -516,9 +541,9 @@ def _ell_params(q_domain):
         Arg("centre_y", _CENTRE),
         Arg("phi_ref", _ANGLE),
         Arg("q", q_domain),
-        Arg("a_m", _A),
+        Arg("amplitude", _A),
         Arg("phi_m", _ANGLE),
-        Arg("r_e", _R_E),
+        Arg("einstein_radius", _R_E),
     )
 
 
@@ -526,28 +551,31 @@ def _amp_ell(*p):
     return max(abs(p[4]), 1e-300)
 
 
-def numba_by_form(m: int, quantity: str):
-    """The numba implementation of a blended elliptical kernel: every parameter is concrete on
-    numba, so the exact form for ``q`` is chosen here, statically."""
+def numba_by_form(near_round: Kernel, closed: Kernel):
+    """The numba implementation of a blended elliptical kernel, from its two exact forms: every
+    parameter is concrete on numba, so the form for ``q`` is chosen here, statically."""
 
     def run(x, y, centre_x, centre_y, phi_ref, q, *rest):
-        form = "near_round" if is_near_round(float(q)) else "closed"
-        out = get(f"multipole_ell_m{m}.{quantity}_{form}")(
-            x, y, centre_x, centre_y, phi_ref, q, *rest, backend="numba"
-        )
+        kernel = near_round if is_near_round(float(q)) else closed
+        out = kernel(x, y, centre_x, centre_y, phi_ref, q, *rest, backend="numba")
         return out if isinstance(out, tuple) else (out,)
 
     return run
 
 
+#: The elliptical multipoles' kernels: ``ELLIPTICAL[m][name]`` for ``m`` in
+#: :data:`ELLIPTICAL_ORDERS`, names ``convergence``, ``hessian``, and ``deflections`` and
+#: ``potential`` in three forms: ``_closed`` (``q <= 1 - Q_SWITCH``), ``_near_round`` (the
+#: quadrature, above) and no suffix (either, chosen per point; for a traced ``q``). Parameters
+#: ``centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius``.
+ELLIPTICAL: dict[int, dict[str, Kernel]] = {}
 for _m in ELLIPTICAL_ORDERS:
+    ELLIPTICAL[_m] = {}
     for _name, _fn in _make_elliptical(_m).items():
         _fn.__name__ = _fn.__qualname__ = f"elliptical_m{_m}_{_name}"
         _fn.__doc__ = (
             f"Elliptical multipole of order {_m}: {_name.replace('_', ' ')} (see the module)."
         )
-        _op = pointwise(_fn)
-        globals()[_fn.__name__] = _op
         _closed = _name.endswith("_closed")
         _round = _name.endswith("_near_round")
         _qd = _Q_CLOSED if _closed else _Q_ROUND if _round else _Q_ANY
@@ -559,5 +587,17 @@ for _m in ELLIPTICAL_ORDERS:
             _tol = _TOL_CLOSED if _outs == _AL else _TOL_PSI
         _impls = None
         if _name in ("deflections", "potential"):
-            _impls = {"numba": numba_by_form(_m, _name)}
-        _reg(f"multipole_ell_m{_m}.{_name}", _op, _ell_params(_qd), _outs, _tol, _amp_ell, _impls)
+            _forms = ELLIPTICAL[_m]
+            _impls = {
+                "numba": numba_by_form(_forms[f"{_name}_near_round"], _forms[f"{_name}_closed"])
+            }
+        ELLIPTICAL[_m][_name] = _reg(
+            f"multipole_ell_m{_m}.{_name}",
+            pointwise(_fn),
+            _ell_params(_qd),
+            _outs,
+            _tol,
+            _amp_ell,
+            _impls,
+            point_from=f"ELLIPTICAL[{_m}][{_name!r}].point",
+        )

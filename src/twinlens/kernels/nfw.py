@@ -231,7 +231,7 @@ _TOL = Tolerance(rtol=1e-12, atol=1e-14, norm=True)
 
 
 def _register(name, point, outputs, scale):
-    register(
+    return register(
         Kernel(
             name=f"nfw.{name}",
             point=point,
@@ -246,9 +246,24 @@ def _register(name, point, outputs, scale):
     )
 
 
-_register("convergence_spherical", convergence_spherical, ("kappa",), lambda *p: p[2])
-_register(
+CONVERGENCE_SPHERICAL = _register(
+    "convergence_spherical", convergence_spherical, ("kappa",), lambda *p: p[2]
+)
+DEFLECTIONS_SPHERICAL = _register(
     "deflections_spherical", deflections_spherical, ("alpha_x", "alpha_y"), lambda *p: p[2] * p[3]
 )
-_register("hessian_spherical", hessian_spherical, ("psi_xx", "psi_xy", "psi_yy"), lambda *p: p[2])
-_register("potential_spherical", potential_spherical, ("psi",), lambda *p: p[2] * p[3] ** 2)
+HESSIAN_SPHERICAL = _register(
+    "hessian_spherical", hessian_spherical, ("psi_xx", "psi_xy", "psi_yy"), lambda *p: p[2]
+)
+POTENTIAL_SPHERICAL = _register(
+    "potential_spherical", potential_spherical, ("psi",), lambda *p: p[2] * p[3] ** 2
+)
+
+#: The round NFW's closed forms by quantity (parameters ``centre_x, centre_y, kappa_s,
+#: scale_radius``); elliptical NFW profiles use the MGE kernels (:mod:`twinlens.profiles.nfw`).
+KERNELS = {
+    "convergence": CONVERGENCE_SPHERICAL,
+    "deflections": DEFLECTIONS_SPHERICAL,
+    "hessian": HESSIAN_SPHERICAL,
+    "potential": POTENTIAL_SPHERICAL,
+}

@@ -80,7 +80,7 @@ _TOL_PSI = Tolerance(rtol=1e-12, atol=1e-15, why="ln r crosses zero at r = 1")
 
 
 def _register(name, point, outputs, tol, scale=None):
-    register(
+    return register(
         Kernel(
             name=f"point_mass.{name}",
             point=point,
@@ -95,7 +95,15 @@ def _register(name, point, outputs, tol, scale=None):
     )
 
 
-_register("convergence", convergence, ("kappa",), Tolerance())
-_register("deflections", deflections, ("alpha_x", "alpha_y"), _TOL)
-_register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"), _TOL)
-_register("potential", potential, ("psi",), _TOL_PSI, scale=lambda *p: p[-1] ** 2)
+CONVERGENCE = _register("convergence", convergence, ("kappa",), Tolerance())
+DEFLECTIONS = _register("deflections", deflections, ("alpha_x", "alpha_y"), _TOL)
+HESSIAN = _register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"), _TOL)
+POTENTIAL = _register("potential", potential, ("psi",), _TOL_PSI, scale=lambda *p: p[-1] ** 2)
+
+#: The point mass's kernels by quantity (parameters ``centre_x, centre_y, einstein_radius``).
+KERNELS = {
+    "convergence": CONVERGENCE,
+    "deflections": DEFLECTIONS,
+    "hessian": HESSIAN,
+    "potential": POTENTIAL,
+}

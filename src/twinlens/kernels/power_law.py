@@ -4,10 +4,11 @@ Convention (lenstronomy's ``EPL``): in the profile frame, whose x' axis is the m
 
     kappa = (3 - gamma) / 2 * (theta_E / sqrt(q x'^2 + y'^2 / q))^(gamma - 1),
 
-with ``gamma`` the 3D logarithmic slope (``slope``, 2 is isothermal) and ``theta_E`` the
-intermediate-axis Einstein radius: the mass inside the ellipse ``q x'^2 + y'^2 / q = theta_E^2``
-is ``pi theta_E^2`` whatever ``q``. The math holds for ``1 < gamma < 3``; the accuracy stated
-below, the kernels' domains and the tests cover ``1.2 <= gamma <= 2.8``.
+with ``gamma`` the 3D logarithmic slope (``slope``, 2 is isothermal) and ``theta_E`` (the
+argument ``einstein_radius``) the intermediate-axis Einstein radius: the mass inside the
+ellipse ``q x'^2 + y'^2 / q = theta_E^2`` is ``pi theta_E^2`` whatever ``q``. The math holds
+for ``1 < gamma < 3``; the accuracy stated below, the kernels' domains and the tests cover
+``1.2 <= gamma <= 2.8``.
 
 Deflections (Tessore & Metcalf 2015, A&A 580, A79). With ``t = gamma - 1``, their elliptical
 coordinates ``R e^{i phi} = q x' + i y'``, ``b = theta_E sqrt(q)`` and ``f = (1 - q) / (1 + q)``,
@@ -266,7 +267,7 @@ series.__doc__ = """``(Re F, Im F)`` of ``F(Z) = sum_k coef[k] Z^k`` at ``Z = zr
 
 
 @pointwise
-def _setup(x, y, centre_x, centre_y, e1, e2, theta_E, slope):
+def _setup(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope):
     # V = w - e w*, |V|^2, A = (theta_E^2 (1 - |e|^2) / |V|^2)^(t/2) and Z = -e* V^2 / |V|^2.
     # At the centre |V|^2 = 0: a stand-in of 1 keeps every expression finite, and the held
     # offsets make every derivative there 0 (not that of A V F with the stand-in's A).
@@ -277,14 +278,14 @@ def _setup(x, y, centre_x, centre_y, e1, e2, theta_E, slope):
     inside = v2 > 0.0
     v2s = where(inside, v2, 1.0)
     t = slope - 1.0
-    amp = (theta_E * theta_E * (1.0 - e1 * e1 - e2 * e2) / v2s) ** (0.5 * t)
+    amp = (einstein_radius * einstein_radius * (1.0 - e1 * e1 - e2 * e2) / v2s) ** (0.5 * t)
     a = (vr * vr - vi * vi) / v2s
     b = 2.0 * vr * vi / v2s
     return dx, dy, vr, vi, inside, amp, -(e1 * a + e2 * b), e2 * a - e1 * b, t
 
 
 @pointwise
-def convergence(x, y, centre_x, centre_y, e1, e2, theta_E, slope):
+def convergence(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope):
     """Convergence of the elliptical power law, dimensionless (0 at the exact centre).
 
     Parameters
@@ -295,31 +296,35 @@ def convergence(x, y, centre_x, centre_y, e1, e2, theta_E, slope):
         Centre, arcsec.
     e1, e2 : float
         Ellipticity components, ``|e| < 1``.
-    theta_E : float
+    einstein_radius : float
         Einstein radius (intermediate axis), arcsec, > 0.
     slope : float
         3D logarithmic slope ``gamma``, ``1 < gamma < 3`` (2: isothermal).
     """
-    _, _, _, _, inside, amp, _, _, t = _setup(x, y, centre_x, centre_y, e1, e2, theta_E, slope)
+    _, _, _, _, inside, amp, _, _, t = _setup(
+        x, y, centre_x, centre_y, e1, e2, einstein_radius, slope
+    )
     return where(inside, (1.0 - 0.5 * t) * amp, 0.0)
 
 
 @pointwise
-def deflections_series(x, y, centre_x, centre_y, e1, e2, theta_E, slope, coef):
+def deflections_series(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope, coef):
     """Deflections ``(alpha_x, alpha_y)``, arcsec, summing the series with ``coef``
     (:func:`series_coefficients`); other arguments as for :func:`convergence`."""
-    _, _, vr, vi, _, amp, zr, zi, _ = _setup(x, y, centre_x, centre_y, e1, e2, theta_E, slope)
+    _, _, vr, vi, _, amp, zr, zi, _ = _setup(
+        x, y, centre_x, centre_y, e1, e2, einstein_radius, slope
+    )
     sr, si = series(zr, zi, coef)
     # alpha = A V F; V = 0 at the centre, so alpha = 0 there without a where
     return amp * (vr * sr - vi * si), amp * (vr * si + vi * sr)
 
 
 @pointwise
-def hessian_series(x, y, centre_x, centre_y, e1, e2, theta_E, slope, coef):
+def hessian_series(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope, coef):
     """Hessian ``(psi_xx, psi_xy, psi_yy)``, dimensionless (0 at the exact centre), summing the
     series with ``coef``; other arguments as for :func:`convergence`."""
     dx, dy, vr, vi, inside, amp, zr, zi, t = _setup(
-        x, y, centre_x, centre_y, e1, e2, theta_E, slope
+        x, y, centre_x, centre_y, e1, e2, einstein_radius, slope
     )
     sr, si = series(zr, zi, coef)
     # gamma = ((1 - t) alpha - w kappa) / w* = A P w / |w|^2 with
@@ -340,9 +345,11 @@ def hessian_series(x, y, centre_x, centre_y, e1, e2, theta_E, slope, coef):
 
 
 @pointwise
-def potential_series(x, y, centre_x, centre_y, e1, e2, theta_E, slope, coef):
+def potential_series(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope, coef):
     """Lensing potential, arcsec^2 (0 at the centre), summing the series with ``coef``."""
-    dx, dy, vr, vi, _, amp, zr, zi, t = _setup(x, y, centre_x, centre_y, e1, e2, theta_E, slope)
+    dx, dy, vr, vi, _, amp, zr, zi, t = _setup(
+        x, y, centre_x, centre_y, e1, e2, einstein_radius, slope
+    )
     sr, si = series(zr, zi, coef)
     # psi = Re(w* alpha) / (2 - t), with alpha = A V F
     ax = vr * sr - vi * si
@@ -350,7 +357,7 @@ def potential_series(x, y, centre_x, centre_y, e1, e2, theta_E, slope, coef):
     return amp * (dx * ax + dy * ay) / (2.0 - t)
 
 
-def deflections(x, y, centre_x, centre_y, e1, e2, theta_E, slope):
+def deflections(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope):
     """Deflections ``(alpha_x, alpha_y)`` of the elliptical power law, arcsec.
 
     Arguments as for :func:`convergence`; numpy or JAX arrays. The series length comes from
@@ -358,20 +365,20 @@ def deflections(x, y, centre_x, centre_y, e1, e2, theta_E, slope):
     relative of mpmath for ``q >= 0.1`` and slopes in ``[1.2, 2.8]``.
     """
     coef = series_coefficients(e1, e2, slope)
-    return deflections_series(x, y, centre_x, centre_y, e1, e2, theta_E, slope, coef)
+    return deflections_series(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope, coef)
 
 
-def hessian(x, y, centre_x, centre_y, e1, e2, theta_E, slope):
+def hessian(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope):
     """Hessian ``(psi_xx, psi_xy, psi_yy)`` of the lensing potential, dimensionless (0 at the
     exact centre). Arguments as for :func:`convergence`."""
     coef = series_coefficients(e1, e2, slope)
-    return hessian_series(x, y, centre_x, centre_y, e1, e2, theta_E, slope, coef)
+    return hessian_series(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope, coef)
 
 
-def potential(x, y, centre_x, centre_y, e1, e2, theta_E, slope):
+def potential(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope):
     """Lensing potential, arcsec^2, zero at the centre. Arguments as for :func:`convergence`."""
     coef = series_coefficients(e1, e2, slope)
-    return potential_series(x, y, centre_x, centre_y, e1, e2, theta_E, slope, coef)
+    return potential_series(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope, coef)
 
 
 # ------------------------------------------------------------------------------------------
@@ -389,8 +396,7 @@ _SERIES_POINTS = {
 }
 
 
-@cache
-def _inner_kernel(quantity: str) -> Kernel:
+def _series_kernel(quantity: str) -> Kernel:
     # The per-point function with the coefficient array as a parameter: the registry builds its
     # numba prange loop (not registered: its coef parameter is not free to draw).
     point, outputs = _SERIES_POINTS[quantity]
@@ -403,13 +409,13 @@ def _inner_kernel(quantity: str) -> Kernel:
     )
 
 
-def _loop_impl(quantity: str, backend: str):
-    def impl(x, y, centre_x, centre_y, e1, e2, theta_E, slope):
+def _loop_impl(series: Kernel, backend: str):
+    def impl(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope):
         coef = series_coefficients(e1, e2, slope)
-        run = _inner_kernel(quantity).implementation(backend)
-        return run(x, y, centre_x, centre_y, e1, e2, theta_E, slope, coef)
+        run = series.implementation(backend)
+        return run(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope, coef)
 
-    impl.__name__ = f"power_law_{quantity}_{backend}"
+    impl.__name__ = f"{series.name.replace('.', '_')}_{backend}"
     return impl
 
 
@@ -419,10 +425,10 @@ def _jax_program(quantity: str, n_terms: int):
     jnp = jax.numpy
     point = _SERIES_POINTS[quantity][0]
 
-    def run(x, y, centre_x, centre_y, e1, e2, theta_E, slope):
+    def run(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope):
         shape = jnp.broadcast_shapes(jnp.shape(x), jnp.shape(y))
         coef = series_coefficients(e1, e2, slope, n_terms)
-        out = point(x, y, centre_x, centre_y, e1, e2, theta_E, slope, coef)
+        out = point(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope, coef)
         out = out if isinstance(out, tuple) else (out,)
         return tuple(jnp.broadcast_to(o, shape) for o in out)
 
@@ -433,9 +439,9 @@ def _jax_program(quantity: str, n_terms: int):
 def _jax_impl(quantity: str):
     # A concrete ellipticity sets the (bucketed) length before tracing: 24 terms at q = 0.8
     # where a jit of everything would trace the ellipticity and sum N_TRACED.
-    def impl(x, y, centre_x, centre_y, e1, e2, theta_E, slope):
+    def impl(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope):
         n = series_length(e1, e2, slope, bucket=True)
-        return _jax_program(quantity, n)(x, y, centre_x, centre_y, e1, e2, theta_E, slope)
+        return _jax_program(quantity, n)(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope)
 
     impl.__name__ = f"power_law_{quantity}_jax"
     return impl
@@ -461,11 +467,11 @@ _TOL_KAPPA = Tolerance(rtol=1e-12, atol=1e-14, norm=True)
 
 
 def _deflection_scale(*params):
-    return params[-2]  # theta_E
+    return params[-2]  # einstein_radius
 
 
 def _potential_scale(*params):
-    return params[-2] ** 2  # theta_E^2
+    return params[-2] ** 2  # einstein_radius^2
 
 
 _PARAMS = (
@@ -473,17 +479,17 @@ _PARAMS = (
     Arg("centre_y", _CENTRE),
     Arg("e1", _E1),
     Arg("e2", _E2),
-    Arg("theta_E", _THETA_E),
+    Arg("einstein_radius", _THETA_E),
     Arg("slope", _SLOPE),
 )
 
 
-def _impls(name):
-    return {"numba": _loop_impl(name, "numba"), "jax": _jax_impl(name)}
-
-
 def _register(name, point, outputs, tol, scale=None, series_kernel=True):
-    register(
+    impls = {}
+    if series_kernel:
+        series = _series_kernel(name)
+        impls = {"numba": _loop_impl(series, "numba"), "jax": _jax_impl(name)}
+    return register(
         Kernel(
             name=f"power_law.{name}",
             point=point,
@@ -494,12 +500,21 @@ def _register(name, point, outputs, tol, scale=None, series_kernel=True):
             ties=_TIES,
             doc=point.__doc__ or "",
             atol_scale=scale,
-            impls=_impls(name) if series_kernel else {},
+            impls=impls,
         )
     )
 
 
-_register("convergence", convergence, ("kappa",), _TOL_KAPPA, series_kernel=False)
-_register("deflections", deflections, ("alpha_x", "alpha_y"), _TOL, _deflection_scale)
-_register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"), _TOL_KAPPA)
-_register("potential", potential, ("psi",), _TOL, _potential_scale)
+CONVERGENCE = _register("convergence", convergence, ("kappa",), _TOL_KAPPA, series_kernel=False)
+DEFLECTIONS = _register("deflections", deflections, ("alpha_x", "alpha_y"), _TOL, _deflection_scale)
+HESSIAN = _register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"), _TOL_KAPPA)
+POTENTIAL = _register("potential", potential, ("psi",), _TOL, _potential_scale)
+
+#: The power law's kernels by quantity (parameters ``centre_x, centre_y, e1, e2,
+#: einstein_radius, slope``).
+KERNELS = {
+    "convergence": CONVERGENCE,
+    "deflections": DEFLECTIONS,
+    "hessian": HESSIAN,
+    "potential": POTENTIAL,
+}

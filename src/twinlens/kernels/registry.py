@@ -22,7 +22,6 @@ import numpy as np
 
 from twinlens.backend import BACKENDS, jax_runtime, resolve_backend
 from twinlens.kernels.domains import Arg
-from twinlens.kernels.plan import PLAN, planned
 from twinlens.kernels.tolerance import Tolerance
 
 _REGISTRY: dict[str, Kernel] = {}
@@ -59,6 +58,10 @@ class Kernel:
         The number of trailing params that are arrays of components (the sigmas and peak
         convergences of a multi-Gaussian expansion): ``point`` takes one component's scalars and
         the kernel returns the sum over components, on every backend.
+    point_from
+        Where generated numba code finds ``point`` in its module when it is not a module-level
+        name (a point function made in a loop): an attribute path from the module, such as
+        ``"ELLIPTICAL[4]['deflections'].point"``. Empty for module-level functions.
     atol_scale
         Optional function of the params giving the factor that multiplies ``tol.atol`` (the
         natural size of the outputs, e.g. ``kappa0 * sigma`` for a deflection), so that the
@@ -78,6 +81,7 @@ class Kernel:
     doc: str = ""
     atol_scale: Callable[..., float] | None = None
     components: int = 0
+    point_from: str = ""
     _built: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -152,8 +156,6 @@ class Kernel:
         if len(args) != n_in + n_par:
             names = ", ".join(a.name for a in (*self.inputs, *self.params))
             raise TypeError(f"{self.name}({names}) takes {n_in + n_par} arguments, got {len(args)}")
-        if backend == PLAN:
-            return planned(self, args)
         backend = resolve_backend(backend, *args)
         if backend == "jax":
             jax_runtime.check_precision(args)
@@ -276,6 +278,24 @@ def _param(value: Any, dtype: str) -> Any:
     return arr[()] if arr.ndim == 0 else np.array(arr, dtype=dtype, order="C")
 
 
+@dataclass(frozen=True, eq=False)
+class KernelCall:
+    """What a profile computes: one kernel and the parameters the profile binds to it.
+
+    Calling it with positions evaluates the kernel; code above the profiles (the fused loop of
+    :mod:`twinlens.fit.fused`) reads ``kernel`` and ``params`` to compile the profile into a
+    larger loop. ``params`` are the kernel's ``params`` in order, as the profile holds them
+    (floats, JAX tracers, :class:`~twinlens.backend.concrete.Batched` columns or arrays).
+    """
+
+    kernel: Kernel
+    params: tuple
+
+    def __call__(self, x: Any, y: Any, backend: str | None = None) -> Any:
+        """The kernel at coordinate arrays ``x``, ``y`` with the bound parameters."""
+        return self.kernel(x, y, *self.params, backend=backend)
+
+
 def register(kernel: Kernel) -> Kernel:
     """Add ``kernel`` to the registry (its name must be new) and return it."""
     existing = _REGISTRY.get(kernel.name)
@@ -291,6 +311,8 @@ def unregister(name: str) -> None:
 
 
 def get(name: str) -> Kernel:
+    """The kernel registered as ``name`` (for listings and tests; code refers to the module
+    constants, e.g. :data:`twinlens.kernels.isothermal.DEFLECTIONS_ELLIPTICAL`)."""
     try:
         return _REGISTRY[name]
     except KeyError:

@@ -72,7 +72,7 @@ def _scale(*p):
 
 
 def _register(name, point, outputs, tol=_TOL, scale=_scale):
-    register(
+    return register(
         Kernel(
             name=f"shear.{name}",
             point=point,
@@ -87,7 +87,15 @@ def _register(name, point, outputs, tol=_TOL, scale=_scale):
     )
 
 
-_register("convergence", convergence, ("kappa",), Tolerance(), None)
-_register("deflections", deflections, ("alpha_x", "alpha_y"))
-_register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"), Tolerance(), None)
-_register("potential", potential, ("psi",), scale=lambda *p: 20.0 * _scale(*p))
+CONVERGENCE = _register("convergence", convergence, ("kappa",), Tolerance(), None)
+DEFLECTIONS = _register("deflections", deflections, ("alpha_x", "alpha_y"))
+HESSIAN = _register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"), Tolerance(), None)
+POTENTIAL = _register("potential", potential, ("psi",), scale=lambda *p: 20.0 * _scale(*p))
+
+#: The external shear's kernels by quantity (parameters ``origin_x, origin_y, gamma_1, gamma_2``).
+KERNELS = {
+    "convergence": CONVERGENCE,
+    "deflections": DEFLECTIONS,
+    "hessian": HESSIAN,
+    "potential": POTENTIAL,
+}

@@ -48,7 +48,7 @@ _PARAMS = (Arg("centre_x", _CENTRE), Arg("centre_y", _CENTRE), Arg("kappa", _KAP
 
 
 def _register(name, point, outputs):
-    register(
+    return register(
         Kernel(
             name=f"sheet.{name}",
             point=point,
@@ -62,7 +62,15 @@ def _register(name, point, outputs):
     )
 
 
-_register("convergence", convergence, ("kappa",))
-_register("deflections", deflections, ("alpha_x", "alpha_y"))
-_register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"))
-_register("potential", potential, ("psi",))
+CONVERGENCE = _register("convergence", convergence, ("kappa",))
+DEFLECTIONS = _register("deflections", deflections, ("alpha_x", "alpha_y"))
+HESSIAN = _register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"))
+POTENTIAL = _register("potential", potential, ("psi",))
+
+#: The mass sheet's kernels by quantity (parameters ``centre_x, centre_y, kappa``).
+KERNELS = {
+    "convergence": CONVERGENCE,
+    "deflections": DEFLECTIONS,
+    "hessian": HESSIAN,
+    "potential": POTENTIAL,
+}

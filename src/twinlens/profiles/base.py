@@ -14,6 +14,7 @@ from twinlens.fields import ValueIdentity
 from twinlens.kernels import lensing
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity, ellipticity_from_axis_ratio
 from twinlens.kernels.gaussian import is_near_round
+from twinlens.kernels.registry import KernelCall
 from twinlens.profiles.checks import check_axis_ratio, check_finite
 
 
@@ -73,9 +74,14 @@ class MassProfile(ValueIdentity):
 
     Every method takes positions ``xy`` of shape ``(..., 2)`` (arcsec, last axis ``(x, y)``) and
     ``backend=`` (``"numba"``, ``"jax"``, ``"numpy"``; default: JAX if any input or parameter
-    is a JAX array or tracer, else the process default). Subclasses implement ``_call(quantity,
-    x, y, backend)`` on coordinate arrays, or override ``_convergence``, ``_deflections``,
-    ``_hessian`` and ``_potential`` one by one.
+    is a JAX array or tracer, else the process default).
+
+    A subclass says what it computes with one method, :meth:`kernel_call`: for a quantity, the
+    kernel (a constant of a :mod:`twinlens.kernels` module) and the parameters it binds from its
+    fields. The public methods evaluate that call, and the fused loop of
+    :mod:`twinlens.fit.fused` compiles it into a whole tracer's loop. A profile that is not one
+    kernel call (a sum of profiles) returns None there and overrides ``_convergence``,
+    ``_deflections``, ``_hessian`` and ``_potential`` instead, on coordinate arrays.
 
     ``linear_parameter`` names a field every lensing quantity is proportional to (a
     mass-to-light ratio), or is None: fields at the unit value then serve every value of it
@@ -140,23 +146,29 @@ class MassProfile(ValueIdentity):
 
     # subclasses ---------------------------------------------------------------------------
 
-    def _call(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
-        """Evaluate ``quantity`` (``convergence``, ``deflections``, ``hessian``, ``potential``)
-        on coordinate arrays: the one method most profiles implement (usually a registered
-        kernel called with the profile's fields)."""
-        raise NotImplementedError(f"{type(self).__name__} computes no {quantity}")
+    def kernel_call(self, quantity: str) -> KernelCall | None:
+        """What computes ``quantity`` (``convergence``, ``deflections``, ``hessian``,
+        ``potential``): a kernel and the parameters bound from this profile's fields, or None
+        when the profile computes it otherwise (and overrides the quantity's method)."""
+        return None
+
+    def _evaluate(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
+        call = self.kernel_call(quantity)
+        if call is None:
+            raise NotImplementedError(f"{type(self).__name__} computes no {quantity}")
+        return call(x, y, backend)
 
     def _convergence(self, x: Any, y: Any, backend: str) -> Any:
-        return self._call("convergence", x, y, backend)
+        return self._evaluate("convergence", x, y, backend)
 
     def _deflections(self, x: Any, y: Any, backend: str) -> tuple[Any, Any]:
-        return self._call("deflections", x, y, backend)
+        return self._evaluate("deflections", x, y, backend)
 
     def _hessian(self, x: Any, y: Any, backend: str) -> tuple[Any, Any, Any]:
-        return self._call("hessian", x, y, backend)
+        return self._evaluate("hessian", x, y, backend)
 
     def _potential(self, x: Any, y: Any, backend: str) -> Any:
-        return self._call("potential", x, y, backend)
+        return self._evaluate("potential", x, y, backend)
 
 
 def ellipse_form(e1: Any, e2: Any) -> str:
@@ -168,3 +180,13 @@ def ellipse_form(e1: Any, e2: Any) -> str:
     if float(e1) == 0.0 and float(e2) == 0.0:
         return "spherical"
     return "near_round" if is_near_round(float(e1), float(e2)) else "elliptical"
+
+
+def shape_parameters(e1: Any, e2: Any, form: str) -> tuple:
+    """The shape parameters a kernel of ``form`` takes: none for ``spherical``, ``(q, phi)``
+    for ``elliptical`` (:func:`axis_ratio_angle`), ``(e1, e2)`` for the other forms."""
+    if form == "spherical":
+        return ()
+    if form == "elliptical":
+        return axis_ratio_angle(e1, e2)
+    return (e1, e2)

@@ -24,6 +24,7 @@ import numpy as np
 from twinlens.backend.concrete import Batched, is_concrete
 from twinlens.fields import static_field
 from twinlens.kernels import gauss_decomposition as gd
+from twinlens.kernels.registry import KernelCall
 from twinlens.profiles.base import MassProfile, all_concrete
 from twinlens.profiles.checks import (
     check_count,
@@ -106,17 +107,9 @@ class _Decomposed(MassProfile):
             sigmas, unit, centre=self.centre, ell_comps=self.ell_comps, mass_to_light_ratio=norm
         )
 
-    def _convergence(self, x, y, backend):
-        return self.mge()._convergence(x, y, backend)
-
-    def _deflections(self, x, y, backend):
-        return self.mge()._deflections(x, y, backend)
-
-    def _hessian(self, x, y, backend):
-        return self.mge()._hessian(x, y, backend)
-
-    def _potential(self, x, y, backend):
-        return self.mge()._potential(x, y, backend)
+    def kernel_call(self, quantity: str) -> KernelCall | None:
+        """The equivalent MGE's kernel of ``quantity`` (:meth:`mge`)."""
+        return self.mge().kernel_call(quantity)
 
     def _check_shape(self) -> None:
         check_pair(self, "centre", self.centre)  # type: ignore[attr-defined]

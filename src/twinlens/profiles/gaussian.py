@@ -8,8 +8,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from twinlens.fields import canonical
-from twinlens.kernels.registry import get
-from twinlens.profiles.base import MassProfile, axis_ratio_angle, ellipse_form
+from twinlens.kernels import gaussian, mge
+from twinlens.kernels.registry import KernelCall
+from twinlens.profiles.base import MassProfile, ellipse_form, shape_parameters
 from twinlens.profiles.checks import (
     check_ellipticity,
     check_finite,
@@ -25,11 +26,12 @@ MGE_SIGMA_RANGE = (1e-40, 1e40)
 class _GaussianFamily(MassProfile):
     """What Gaussian and MGE share: the choice of exact form and the kernel calls.
 
-    Subclasses set ``_family`` (the kernel module) and ``_amplitudes()`` (their
+    Subclasses set ``_kernels`` (their kernel module's table) and ``_amplitudes()`` (their
     ``(sigma, kappa0)`` or ``(sigmas, kappas)``).
     """
 
-    _family = ""
+    #: the kernel module's table, ``KERNELS[(quantity, form)]``
+    _kernels: ClassVar[dict] = {}
 
     def _amplitudes(self) -> tuple:
         raise NotImplementedError
@@ -37,31 +39,20 @@ class _GaussianFamily(MassProfile):
     def _form(self) -> str:
         return ellipse_form(*self.ell_comps)  # type: ignore[attr-defined]
 
-    def _args(self, form: str) -> tuple:
-        # the kernel parameters for one form: centre, shape, then the amplitudes
-        ell = self.ell_comps  # type: ignore[attr-defined]
-        shape = (
-            () if form == "spherical" else axis_ratio_angle(*ell) if form == "elliptical" else ell
+    def kernel_call(self, quantity: str) -> KernelCall:
+        """The kernel of ``quantity`` in the exact form the ellipticity selects: one form for
+        the convergence and potential; the round hessian is the near-round form's."""
+        if quantity in ("convergence", "potential"):
+            form = "traced"
+        elif quantity == "hessian" and self._form() == "spherical":
+            form = "near_round"  # exact at e = 0 too
+        else:
+            form = self._form()
+        shape = shape_parameters(*self.ell_comps, form)  # type: ignore[attr-defined]
+        return KernelCall(
+            self._kernels[(quantity, form)],
+            (*self.centre, *shape, *self._amplitudes()),  # type: ignore[attr-defined]
         )
-        return (*self.centre, *shape, *self._amplitudes())  # type: ignore[attr-defined]
-
-    def _call(self, quantity: str, form: str, x: Any, y: Any, backend: str) -> Any:
-        suffix = "" if form == "traced" else f"_{form}"
-        return get(f"{self._family}.{quantity}{suffix}")(x, y, *self._args(form), backend=backend)
-
-    def _convergence(self, x, y, backend):
-        return self._call("convergence", "traced", x, y, backend)
-
-    def _deflections(self, x, y, backend):
-        return self._call("deflections", self._form(), x, y, backend)
-
-    def _hessian(self, x, y, backend):
-        # the near-round form (exact at e = 0 too) serves round profiles
-        form = {"spherical": "near_round"}.get(self._form(), self._form())
-        return self._call("hessian", form, x, y, backend)
-
-    def _potential(self, x, y, backend):
-        return self._call("potential", "traced", x, y, backend)
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,7 +91,7 @@ class Gaussian(_GaussianFamily):
         check_finite(self, "intensity", self.intensity)
         check_finite(self, "mass_to_light_ratio", self.mass_to_light_ratio)
 
-    _family = "gaussian"
+    _kernels: ClassVar[dict] = gaussian.KERNELS
     linear_parameter: ClassVar[str | None] = "mass_to_light_ratio"
 
     @property
@@ -161,7 +152,7 @@ class MGE(_GaussianFamily):
                 f"K > 0, got shapes {n_s} and {n_i}"
             )
 
-    _family = "mge"
+    _kernels: ClassVar[dict] = mge.KERNELS
     linear_parameter: ClassVar[str | None] = "mass_to_light_ratio"
 
     @property

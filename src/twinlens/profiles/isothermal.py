@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from twinlens.backend.concrete import is_batched
-from twinlens.kernels.registry import get
-from twinlens.profiles.base import MassProfile, all_concrete, axis_ratio_angle
+from twinlens.kernels import isothermal
+from twinlens.kernels.registry import KernelCall
+from twinlens.profiles.base import MassProfile, all_concrete, shape_parameters
 from twinlens.profiles.checks import (
     check_ellipticity,
     check_non_negative,
@@ -37,21 +38,15 @@ class _Isothermal(MassProfile):
             return "traced"
         return "spherical" if float(e1) == 0.0 and float(e2) == 0.0 else "elliptical"
 
-    def _call(self, quantity: str, x: Any, y: Any, backend: str, form: str | None = None) -> Any:
-        form = form or self._form()
-        e1, e2 = self._ell()
-        if form == "spherical":
-            shape: tuple = ()
-        elif form == "elliptical":
-            shape = axis_ratio_angle(e1, e2)
-        else:
-            shape = (e1, e2)
-        suffix = "" if form == "traced" else f"_{form}"
-        args = (*self.centre, *shape, self.einstein_radius, self._core())  # type: ignore[attr-defined]
-        return get(f"isothermal.{quantity}{suffix}")(x, y, *args, backend=backend)
-
-    def _convergence(self, x, y, backend):
-        return self._call("convergence", x, y, backend, form="traced")
+    def kernel_call(self, quantity: str) -> KernelCall:
+        """The isothermal kernel of ``quantity`` in the form the ellipticity allows (the
+        convergence has one form for every ellipticity)."""
+        form = "traced" if quantity == "convergence" else self._form()
+        shape = shape_parameters(*self._ell(), form)
+        return KernelCall(
+            isothermal.KERNELS[(quantity, form)],
+            (*self.centre, *shape, self.einstein_radius, self._core()),  # type: ignore[attr-defined]
+        )
 
     def _check_common(self) -> None:
         check_pair(self, "centre", self.centre)  # type: ignore[attr-defined]

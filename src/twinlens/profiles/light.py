@@ -13,15 +13,17 @@ profiles, so the flux inside ``R`` does not depend on ``q``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 import numpy as np
 
 from twinlens.backend import resolve_backend
 from twinlens.fields import ValueIdentity, canonical
+from twinlens.kernels import gaussian as gaussian_kernels
 from twinlens.kernels import light as light_kernels
-from twinlens.kernels.registry import get
+from twinlens.kernels import mge as mge_kernels
+from twinlens.kernels.registry import KernelCall
 from twinlens.profiles.base import MassProfile, _numbers, positions
 from twinlens.profiles.checks import (
     check_ellipticity,
@@ -63,6 +65,10 @@ class LightProfile(ValueIdentity):
     variants (``n_linear > 0``) have no intensity field; ``columns`` gives the unit-intensity
     images the likelihood solves for, and ``image`` their sum.
 
+    A subclass says what it computes with :meth:`kernel_call` (its image: a kernel and the
+    parameters bound from its fields) and, if it has several solved intensities,
+    :meth:`column_calls`; the fused loop of :mod:`twinlens.fit.fused` compiles those calls.
+
     ``linear_parameter`` names the field the image is proportional to (``intensity``), or is
     None (linear variants, whose images are already at unit intensity, and expansions).
     """
@@ -82,12 +88,30 @@ class LightProfile(ValueIdentity):
             return out
         return self._image(x, y, b)
 
+    def kernel_call(self, quantity: str = "image") -> KernelCall | None:
+        """What computes the image (the only ``quantity``): a kernel and the parameters bound
+        from this profile's fields (at unit intensity for a linear variant), or None when the
+        image is a sum of :meth:`column_calls`."""
+        return None
+
+    def column_calls(self) -> list[KernelCall]:
+        """One kernel call per solved intensity (linear profiles), each at unit intensity;
+        empty when the profile computes its columns otherwise."""
+        call = self.kernel_call("image")
+        return [] if call is None else [call]
+
     def _image(self, x: Any, y: Any, backend: str) -> Any:
-        raise NotImplementedError
+        call = self.kernel_call("image")
+        if call is None:
+            raise NotImplementedError(f"{type(self).__name__} has no kernel for its image")
+        return call(x, y, backend)
 
     def _columns(self, x: Any, y: Any, backend: str) -> list:
         """Unit-intensity images, one per solved intensity (linear profiles)."""
-        return [self._image(x, y, backend)]
+        calls = self.column_calls()
+        if not calls:
+            raise NotImplementedError(f"{type(self).__name__} has no kernels for its columns")
+        return [call(x, y, backend) for call in calls]
 
     def _check_shape(self) -> None:
         check_pair(self, "centre", self.centre)  # type: ignore[attr-defined]
@@ -95,10 +119,17 @@ class LightProfile(ValueIdentity):
 
 
 class _Linear:
-    """Mixin for linear variants: intensity 1, solved by the fit."""
+    """Mixin for linear variants: intensity 1, solved by the fit. ``parametric`` is the
+    profile with an ``intensity`` field and otherwise the same fields."""
 
     n_linear: ClassVar[int] = 1
     intensity: ClassVar[float] = 1.0
+    parametric: ClassVar[type]
+
+    def with_intensity(self, intensity: float) -> Any:
+        """The parametric profile with this intensity (e.g. the one a fit solved)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+        return self.parametric(**values, intensity=intensity)
 
 
 def _check_sersic_index(owner: object, value: Any) -> None:
@@ -110,23 +141,20 @@ def _check_sersic_index(owner: object, value: Any) -> None:
 
 
 class _SersicFamily(LightProfile):
-    def _shape_args(self) -> tuple:
-        return (*self.centre, *self.ell_comps)  # type: ignore[attr-defined]
-
     def _b(self) -> Any:
         return light_kernels.sersic_b(self.sersic_index)  # type: ignore[attr-defined]
 
-    def _image(self, x, y, backend):
-        return get("light.sersic")(
-            x,
-            y,
-            *self._shape_args(),
+    def kernel_call(self, quantity: str = "image") -> KernelCall:
+        """The Sersic kernel with this profile's shape and intensity."""
+        params = (
+            *self.centre,  # type: ignore[attr-defined]
+            *self.ell_comps,  # type: ignore[attr-defined]
             self.effective_radius,  # type: ignore[attr-defined]
             self.sersic_index,  # type: ignore[attr-defined]
             self._b(),
             self.intensity,  # type: ignore[attr-defined]
-            backend=backend,
         )
+        return KernelCall(light_kernels.SERSIC, params)
 
     def _check_sersic(self) -> None:
         self._check_shape()
@@ -135,7 +163,21 @@ class _SersicFamily(LightProfile):
 
 
 @dataclass(frozen=True, eq=False)
-class Sersic(_SersicFamily):
+class _SersicShape(_SersicFamily):
+    """The fields of :class:`Sersic` and :class:`LinearSersic` but the intensity."""
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    effective_radius: float = 1.0
+    sersic_index: float = 4.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_sersic()
+
+
+@dataclass(frozen=True, eq=False)
+class Sersic(_SersicShape):
     """Elliptical Sersic profile:
     ``I(R) = intensity * exp(-b_n ((R / effective_radius)^(1/n) - 1))``.
 
@@ -156,88 +198,68 @@ class Sersic(_SersicFamily):
         Surface brightness at ``effective_radius``.
     """
 
-    centre: tuple = (0.0, 0.0)
-    ell_comps: tuple = (0.0, 0.0)
-    effective_radius: float = 1.0
-    sersic_index: float = 4.0
     intensity: float = 1.0
 
     linear_parameter: ClassVar[str | None] = "intensity"
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._check_sersic()
         check_finite(self, "intensity", self.intensity)
 
 
 @dataclass(frozen=True, eq=False)
-class LinearSersic(_Linear, _SersicFamily):
+class LinearSersic(_Linear, _SersicShape):
     """:class:`Sersic` with its intensity solved by the fit."""
+
+    parametric: ClassVar[type] = Sersic
+
+
+@dataclass(frozen=True, eq=False)
+class _ExponentialShape(_SersicFamily):
+    """The fields of :class:`Exponential` and :class:`LinearExponential` but the intensity."""
 
     centre: tuple = (0.0, 0.0)
     ell_comps: tuple = (0.0, 0.0)
     effective_radius: float = 1.0
-    sersic_index: float = 4.0
+    sersic_index: ClassVar[float] = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self._check_sersic()
 
-    def with_intensity(self, intensity: float) -> Sersic:
-        """The parametric profile with this intensity (e.g. the one a fit solved)."""
-        return Sersic(
-            self.centre, self.ell_comps, self.effective_radius, self.sersic_index, intensity
-        )
-
 
 @dataclass(frozen=True, eq=False)
-class Exponential(_SersicFamily):
+class Exponential(_ExponentialShape):
     """Elliptical exponential disc: the Sersic profile with ``n = 1``.
 
     Parameters are those of :class:`Sersic` without ``sersic_index``.
     """
 
-    centre: tuple = (0.0, 0.0)
-    ell_comps: tuple = (0.0, 0.0)
-    effective_radius: float = 1.0
     intensity: float = 1.0
-    sersic_index: ClassVar[float] = 1.0
 
     linear_parameter: ClassVar[str | None] = "intensity"
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._check_sersic()
         check_finite(self, "intensity", self.intensity)
 
 
 @dataclass(frozen=True, eq=False)
-class LinearExponential(_Linear, _SersicFamily):
+class LinearExponential(_Linear, _ExponentialShape):
     """:class:`Exponential` with its intensity solved by the fit."""
 
-    centre: tuple = (0.0, 0.0)
-    ell_comps: tuple = (0.0, 0.0)
-    effective_radius: float = 1.0
-    sersic_index: ClassVar[float] = 1.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._check_sersic()
-
-    def with_intensity(self, intensity: float) -> Exponential:
-        """The parametric profile with this intensity."""
-        return Exponential(self.centre, self.ell_comps, self.effective_radius, intensity)
+    parametric: ClassVar[type] = Exponential
 
 
 # -- core-Sersic ----------------------------------------------------------------------------
 
 
 class _CoreSersicFamily(_SersicFamily):
-    def _image(self, x, y, backend):
-        return get("light.core_sersic")(
-            x,
-            y,
-            *self._shape_args(),
+    def kernel_call(self, quantity: str = "image") -> KernelCall:
+        """The core-Sersic kernel with this profile's shape and intensity."""
+        params = (
+            *self.centre,  # type: ignore[attr-defined]
+            *self.ell_comps,  # type: ignore[attr-defined]
             self.effective_radius,  # type: ignore[attr-defined]
             self.sersic_index,  # type: ignore[attr-defined]
             self._b(),
@@ -245,8 +267,8 @@ class _CoreSersicFamily(_SersicFamily):
             self.gamma,  # type: ignore[attr-defined]
             self.alpha,  # type: ignore[attr-defined]
             self.intensity,  # type: ignore[attr-defined]
-            backend=backend,
         )
+        return KernelCall(light_kernels.CORE_SERSIC, params)
 
     def _check_core(self) -> None:
         self._check_sersic()
@@ -256,7 +278,24 @@ class _CoreSersicFamily(_SersicFamily):
 
 
 @dataclass(frozen=True, eq=False)
-class CoreSersic(_CoreSersicFamily):
+class _CoreSersicShape(_CoreSersicFamily):
+    """The fields of :class:`CoreSersic` and :class:`LinearCoreSersic` but the intensity."""
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    effective_radius: float = 1.0
+    sersic_index: float = 4.0
+    break_radius: float = 0.1
+    gamma: float = 0.25
+    alpha: float = 3.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_core()
+
+
+@dataclass(frozen=True, eq=False)
+class CoreSersic(_CoreSersicShape):
     """Core-Sersic profile (Graham et al. 2003): a Sersic profile outside ``break_radius`` and
     a power law ``R^-gamma`` inside it, joined with sharpness ``alpha``; see
     :func:`twinlens.kernels.light.core_sersic` for the formula.
@@ -275,71 +314,51 @@ class CoreSersic(_CoreSersicFamily):
         Amplitude (see the kernel for its meaning).
     """
 
-    centre: tuple = (0.0, 0.0)
-    ell_comps: tuple = (0.0, 0.0)
-    effective_radius: float = 1.0
-    sersic_index: float = 4.0
-    break_radius: float = 0.1
-    gamma: float = 0.25
-    alpha: float = 3.0
     intensity: float = 1.0
 
     linear_parameter: ClassVar[str | None] = "intensity"
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._check_core()
         check_finite(self, "intensity", self.intensity)
 
 
 @dataclass(frozen=True, eq=False)
-class LinearCoreSersic(_Linear, _CoreSersicFamily):
+class LinearCoreSersic(_Linear, _CoreSersicShape):
     """:class:`CoreSersic` with its intensity solved by the fit."""
 
-    centre: tuple = (0.0, 0.0)
-    ell_comps: tuple = (0.0, 0.0)
-    effective_radius: float = 1.0
-    sersic_index: float = 4.0
-    break_radius: float = 0.1
-    gamma: float = 0.25
-    alpha: float = 3.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._check_core()
-
-    def with_intensity(self, intensity: float) -> CoreSersic:
-        """The parametric profile with this intensity."""
-        return CoreSersic(
-            self.centre,
-            self.ell_comps,
-            self.effective_radius,
-            self.sersic_index,
-            self.break_radius,
-            self.gamma,
-            self.alpha,
-            intensity,
-        )
+    parametric: ClassVar[type] = CoreSersic
 
 
 # -- Gaussians (the Gaussian mass kernels: the same exp(-R^2 / 2 sigma^2) shape) ------------
 
 
 class _GaussianLightFamily(LightProfile):
-    def _gaussian(self, x, y, backend, sigma, amplitude):
-        return get("gaussian.convergence")(
-            x,
-            y,
-            *self.centre,  # type: ignore[attr-defined]
-            *self.ell_comps,  # type: ignore[attr-defined]
-            sigma,
-            amplitude,
-            backend=backend,
-        )
+    def _gaussian_call(self, sigma: Any, amplitude: Any) -> KernelCall:
+        params = (*self.centre, *self.ell_comps, sigma, amplitude)  # type: ignore[attr-defined]
+        return KernelCall(gaussian_kernels.CONVERGENCE, params)
 
 
 @dataclass(frozen=True, eq=False)
-class GaussianLight(_GaussianLightFamily):
+class _GaussianShape(_GaussianLightFamily):
+    """The fields of :class:`GaussianLight` and :class:`LinearGaussian` but the intensity."""
+
+    centre: tuple = (0.0, 0.0)
+    ell_comps: tuple = (0.0, 0.0)
+    sigma: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_shape()
+        check_positive(self, "sigma", self.sigma)
+
+    def kernel_call(self, quantity: str = "image") -> KernelCall:
+        """The Gaussian kernel with this profile's shape and intensity."""
+        return self._gaussian_call(self.sigma, self.intensity)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianLight(_GaussianShape):
     """Elliptical Gaussian light: ``I = intensity * exp(-R^2 / (2 sigma^2))``.
 
     Parameters
@@ -352,42 +371,20 @@ class GaussianLight(_GaussianLightFamily):
         Peak surface brightness.
     """
 
-    centre: tuple = (0.0, 0.0)
-    ell_comps: tuple = (0.0, 0.0)
-    sigma: float = 1.0
     intensity: float = 1.0
 
     linear_parameter: ClassVar[str | None] = "intensity"
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._check_shape()
-        check_positive(self, "sigma", self.sigma)
         check_finite(self, "intensity", self.intensity)
-
-    def _image(self, x, y, backend):
-        return self._gaussian(x, y, backend, self.sigma, self.intensity)
 
 
 @dataclass(frozen=True, eq=False)
-class LinearGaussian(_Linear, _GaussianLightFamily):
+class LinearGaussian(_Linear, _GaussianShape):
     """:class:`GaussianLight` with its intensity solved by the fit."""
 
-    centre: tuple = (0.0, 0.0)
-    ell_comps: tuple = (0.0, 0.0)
-    sigma: float = 1.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._check_shape()
-        check_positive(self, "sigma", self.sigma)
-
-    def _image(self, x, y, backend):
-        return self._gaussian(x, y, backend, self.sigma, 1.0)
-
-    def with_intensity(self, intensity: float) -> GaussianLight:
-        """The parametric profile with this intensity."""
-        return GaussianLight(self.centre, self.ell_comps, self.sigma, intensity)
+    parametric: ClassVar[type] = GaussianLight
 
 
 def _float_array(owner: object, name: str) -> None:
@@ -432,10 +429,10 @@ class MGELight(_GaussianLightFamily):
                 f"{np.shape(self.sigmas)} and {np.shape(self.intensities)}"
             )
 
-    def _image(self, x, y, backend):
-        return get("mge.convergence")(
-            x, y, *self.centre, *self.ell_comps, self.sigmas, self.intensities, backend=backend
-        )
+    def kernel_call(self, quantity: str = "image") -> KernelCall:
+        """The MGE kernel: every Gaussian summed in one pass."""
+        params = (*self.centre, *self.ell_comps, self.sigmas, self.intensities)
+        return KernelCall(mge_kernels.CONVERGENCE, params)
 
     def to_mass(self, mass_to_light_ratio: float = 1.0) -> MassProfile:
         """The MGE mass profile that follows this light."""
@@ -474,12 +471,16 @@ class GaussianBasis(_GaussianLightFamily):
     def n_linear(self) -> int:  # type: ignore[override]
         return int(np.size(self.sigmas))
 
+    def column_calls(self) -> list[KernelCall]:
+        """One unit-amplitude Gaussian per sigma."""
+        # by index, not np.asarray: under jax.jit the sigmas are a traced leaf of the pytree
+        return [self._gaussian_call(self.sigmas[k], 1.0) for k in range(self.n_linear)]
+
     def _columns(self, x, y, backend):
         if backend == "jax":  # one vectorised call: a (K, n) array, not K copies of the kernel
             sigmas = self.sigmas.reshape((-1,) + (1,) * x.ndim)  # (K, 1, ...) for any x shape
-            return list(self._gaussian(x, y, backend, sigmas, 1.0))
-        # by index, not np.asarray: under jax.jit the sigmas are a traced leaf of the pytree
-        return [self._gaussian(x, y, backend, self.sigmas[k], 1.0) for k in range(self.n_linear)]
+            return list(self._gaussian_call(sigmas, 1.0)(x, y, backend))
+        return super()._columns(x, y, backend)
 
     def with_intensities(self, intensities: Any) -> MGELight:
         """The parametric expansion with these intensities."""

@@ -9,8 +9,9 @@ from typing import Any
 
 from twinlens.backend.concrete import is_concrete
 from twinlens.fields import static_field
+from twinlens.kernels import multipole
 from twinlens.kernels.multipole import ELLIPTICAL_ORDERS, is_near_round
-from twinlens.kernels.registry import get
+from twinlens.kernels.registry import KernelCall
 from twinlens.profiles.base import MassProfile
 from twinlens.profiles.checks import check_axis_ratio, check_finite, check_pair, check_positive
 
@@ -69,16 +70,15 @@ class Multipole(MassProfile):
         check_pair(self, "centre", self.centre)
         check_positive(self, "einstein_radius", self.einstein_radius)
 
-    def _call(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
+    def kernel_call(self, quantity: str) -> KernelCall:
+        """The circular multipole's kernel of ``quantity`` (``m = 1`` has its own deflection,
+        hessian and potential, with a logarithm)."""
         phi_m = self.angle * _DEG
-        if quantity == "convergence":
-            args = (float(self.m), self.amplitude, phi_m)
-        elif self.m == 1:
-            quantity = f"{quantity}_m1"
-            args = (self.amplitude, phi_m, self.einstein_radius)
-        else:
-            args = (float(self.m), self.amplitude, phi_m)
-        return get(f"multipole.{quantity}")(x, y, *self.centre, *args, backend=backend)
+        if self.m == 1 and quantity != "convergence":
+            params: tuple = (*self.centre, self.amplitude, phi_m, self.einstein_radius)
+            return KernelCall(multipole.KERNELS_M1[quantity], params)
+        params = (*self.centre, float(self.m), self.amplitude, phi_m)
+        return KernelCall(multipole.KERNELS[quantity], params)
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,21 +143,16 @@ class EllipticalMultipole(MassProfile):
             return ""
         return "_near_round" if is_near_round(float(self.axis_ratio)) else "_closed"
 
-    def _call(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
-        return get(f"multipole_ell_m{self.m}.{quantity}")(
-            x,
-            y,
+    def kernel_call(self, quantity: str) -> KernelCall:
+        """The elliptical multipole's kernel of ``quantity``; the deflection and potential in
+        the form ``axis_ratio`` selects (either form, per point, when it is traced)."""
+        name = quantity + (self._form() if quantity in ("deflections", "potential") else "")
+        params = (
             *self.centre,
             self.reference_angle * _DEG,
             self.axis_ratio,
             self.amplitude,
             self.angle * _DEG,
             self.einstein_radius,
-            backend=backend,
         )
-
-    def _deflections(self, x, y, backend):
-        return self._call(f"deflections{self._form()}", x, y, backend)
-
-    def _potential(self, x, y, backend):
-        return self._call(f"potential{self._form()}", x, y, backend)
+        return KernelCall(multipole.ELLIPTICAL[self.m][name], params)

@@ -8,7 +8,7 @@ from typing import Any
 from twinlens.fields import static_field
 from twinlens.kernels import gauss_decomposition as gd
 from twinlens.kernels import nfw as nfw_kernels
-from twinlens.kernels.registry import get
+from twinlens.kernels.registry import KernelCall
 from twinlens.profiles.base import ellipse_form
 from twinlens.profiles.checks import check_positive
 from twinlens.profiles.decomposed import Recipe, _Decomposed
@@ -89,27 +89,9 @@ class NFW(_Decomposed):
     def _round(self) -> bool:
         return ellipse_form(*self.ell_comps) == "spherical"
 
-    def _spherical(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
-        return get(f"nfw.{quantity}_spherical")(
-            x, y, *self.centre, self.kappa_s, self.scale_radius, backend=backend
-        )
-
-    def _convergence(self, x, y, backend):
+    def kernel_call(self, quantity: str) -> KernelCall | None:
+        """The round closed form of ``quantity``, or the equivalent MGE's kernel."""
         if self._round():
-            return self._spherical("convergence", x, y, backend)
-        return super()._convergence(x, y, backend)
-
-    def _deflections(self, x, y, backend):
-        if self._round():
-            return self._spherical("deflections", x, y, backend)
-        return super()._deflections(x, y, backend)
-
-    def _hessian(self, x, y, backend):
-        if self._round():
-            return self._spherical("hessian", x, y, backend)
-        return super()._hessian(x, y, backend)
-
-    def _potential(self, x, y, backend):
-        if self._round():
-            return self._spherical("potential", x, y, backend)
-        return super()._potential(x, y, backend)
+            params = (*self.centre, self.kappa_s, self.scale_radius)
+            return KernelCall(nfw_kernels.KERNELS[quantity], params)
+        return super().kernel_call(quantity)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
+from twinlens.kernels import power_law
 from twinlens.kernels.power_law import TRACED_Q_MIN
-from twinlens.kernels.registry import get
+from twinlens.kernels.registry import KernelCall
 from twinlens.profiles.base import MassProfile, all_concrete
 from twinlens.profiles.checks import check_ellipticity, check_pair, check_positive, check_range
 
@@ -77,7 +77,7 @@ class PowerLaw(MassProfile):
             return
         check_range(self, "ell_comps", e1 * e1 + e2 * e2, high=e_max * e_max)
 
-    def _call(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
-        return get(f"power_law.{quantity}")(
-            x, y, *self.centre, *self.ell_comps, self.einstein_radius, self.slope, backend=backend
-        )
+    def kernel_call(self, quantity: str) -> KernelCall:
+        """The power law's kernel of ``quantity``."""
+        params = (*self.centre, *self.ell_comps, self.einstein_radius, self.slope)
+        return KernelCall(power_law.KERNELS[quantity], params)

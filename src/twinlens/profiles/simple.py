@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from twinlens.backend.concrete import is_concrete
+from twinlens.kernels import point_mass, sheet
 from twinlens.kernels import shear as shear_kernels
-from twinlens.kernels.registry import get
+from twinlens.kernels.registry import KernelCall
 from twinlens.profiles.base import MassProfile
 from twinlens.profiles.checks import check_finite, check_pair, check_positive, check_range
 
@@ -39,10 +39,9 @@ class PointMass(MassProfile):
         check_pair(self, "centre", self.centre)
         check_positive(self, "einstein_radius", self.einstein_radius)
 
-    def _call(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
-        return get(f"point_mass.{quantity}")(
-            x, y, *self.centre, self.einstein_radius, backend=backend
-        )
+    def kernel_call(self, quantity: str) -> KernelCall:
+        """The point mass's kernel of ``quantity``."""
+        return KernelCall(point_mass.KERNELS[quantity], (*self.centre, self.einstein_radius))
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,10 +94,10 @@ class ExternalShear(MassProfile):
             g1, g2 = float(g1), float(g2)
         return cls(gamma_1=g1, gamma_2=g2, origin=origin)
 
-    def _call(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
-        return get(f"shear.{quantity}")(
-            x, y, *self.origin, self.gamma_1, self.gamma_2, backend=backend
-        )
+    def kernel_call(self, quantity: str) -> KernelCall:
+        """The external shear's kernel of ``quantity``."""
+        params = (*self.origin, self.gamma_1, self.gamma_2)
+        return KernelCall(shear_kernels.KERNELS[quantity], params)
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,5 +121,6 @@ class MassSheet(MassProfile):
         check_finite(self, "kappa", self.kappa)
         check_pair(self, "centre", self.centre)
 
-    def _call(self, quantity: str, x: Any, y: Any, backend: str) -> Any:
-        return get(f"sheet.{quantity}")(x, y, *self.centre, self.kappa, backend=backend)
+    def kernel_call(self, quantity: str) -> KernelCall:
+        """The mass sheet's kernel of ``quantity``."""
+        return KernelCall(sheet.KERNELS[quantity], (*self.centre, self.kappa))
