@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 from timing import emit, first_call, median_time
 
-from twinlens.kernels import get
+from twinlens.kernels.geometry import TO_PROFILE_FRAME
 
 
 def main() -> None:
     g = np.linspace(-5, 5, 400)
     x, y = (a.ravel() for a in np.meshgrid(g, g))
-    kernel = get("geometry.to_profile_frame")
+    kernel = TO_PROFILE_FRAME
     for backend in ("numpy", "numba", "jax"):
         xs, ys = x, y
         if backend == "jax":

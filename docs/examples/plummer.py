@@ -1,68 +1,129 @@
-"""The contributor guide's complete example: a Plummer lens as a kernel and a profile.
+"""The contributor guide's complete example: a Plummer lens as kernels and a mass profile.
 
-The projected Plummer lens deflects by ``alpha = theta_E**2 * r_vec / (r**2 + a**2)``.
+The projected Plummer lens, with ``a`` the core radius and ``S = r**2 + a**2``::
+
+    psi   = theta_E**2 / 2 * ln(S / a**2)           (zero at the centre)
+    alpha = theta_E**2 * (dx, dy) / S
+    kappa = theta_E**2 * a**2 / S**2
+
+so the mass inside radius ``R`` is ``pi theta_E**2 R**2 / (R**2 + a**2)``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twinlens.backend import array_module, resolve_backend
 from twinlens.backend.concrete import is_concrete
-from twinlens.fields import ValueIdentity
 from twinlens.kernels.domains import Arg, Domain
-from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.ops import log
+from twinlens.kernels.registry import Kernel, KernelCall, register
 from twinlens.kernels.tolerance import Tolerance
+from twinlens.mass import MassProfile
 
 
-# 1. The math: a plain function of one point, written with arithmetic (and twinlens.kernels.ops
-#    functions where needed). It runs as it is on numpy arrays.
-def plummer_deflections(x, y, centre_x, centre_y, theta_e, core):
+# 1. The math: plain functions of one point, written with arithmetic (and twinlens.kernels.ops
+#    functions where needed). They run as they are on numpy arrays. The argument names are the
+#    profile's field names.
+def plummer_convergence(x, y, centre_x, centre_y, einstein_radius, core_radius):
     dx = x - centre_x
     dy = y - centre_y
-    f = theta_e * theta_e / (dx * dx + dy * dy + core * core)
+    s = dx * dx + dy * dy + core_radius * core_radius
+    return einstein_radius * einstein_radius * core_radius * core_radius / (s * s)
+
+
+def plummer_deflections(x, y, centre_x, centre_y, einstein_radius, core_radius):
+    dx = x - centre_x
+    dy = y - centre_y
+    f = einstein_radius * einstein_radius / (dx * dx + dy * dy + core_radius * core_radius)
     return f * dx, f * dy
 
 
-# 2. The registry entry: argument domains (with the degenerate values drawn on purpose), the
+def plummer_hessian(x, y, centre_x, centre_y, einstein_radius, core_radius):
+    dx = x - centre_x
+    dy = y - centre_y
+    s = dx * dx + dy * dy + core_radius * core_radius
+    f = einstein_radius * einstein_radius / s
+    g = -2.0 * f / s
+    return f + g * dx * dx, g * dx * dy, f + g * dy * dy
+
+
+def plummer_potential(x, y, centre_x, centre_y, einstein_radius, core_radius):
+    dx = x - centre_x
+    dy = y - centre_y
+    a2 = core_radius * core_radius
+    return 0.5 * einstein_radius * einstein_radius * log((dx * dx + dy * dy + a2) / a2)
+
+
+# 2. The kernels: argument domains (with the degenerate values drawn on purpose), the
 #    tolerance, and ties (points exactly on the centre). numba and JAX are derived from step 1.
-PLUMMER_DEFLECTIONS = register(
-    Kernel(
-        name="examples.plummer_deflections",
-        point=plummer_deflections,
-        inputs=(Arg("x", Domain(-10, 10, specials=(0.0,))), Arg("y", Domain(-10, 10))),
-        params=(
-            Arg("centre_x", Domain(-1, 1, specials=(0.0,))),
-            Arg("centre_y", Domain(-1, 1)),
-            Arg("theta_e", Domain(0.1, 3.0)),
-            Arg("core", Domain(1e-4, 10.0, specials=(1e-4,), log=True)),
-        ),
-        outputs=("alpha_x", "alpha_y"),
-        tol=Tolerance(rtol=1e-12, atol=1e-15),
-        ties=(("x", "centre_x"), ("y", "centre_y")),
-    )
+#    Each is a module constant: the profile refers to it by name.
+_XY = Domain(-10.0, 10.0, specials=(0.0, 1e-12, 10.0))
+_PARAMS = (
+    Arg("centre_x", Domain(-1.0, 1.0, specials=(0.0,))),
+    Arg("centre_y", Domain(-1.0, 1.0)),
+    Arg("einstein_radius", Domain(0.1, 3.0, specials=(1.0,))),
+    Arg("core_radius", Domain(1e-4, 10.0, specials=(1e-4, 1.0), log=True)),
 )
+_TOL = Tolerance(rtol=1e-12, atol=1e-15)
+# The potential subtracts ln(a^2) from ln(S): near the centre it cancels to a few ulp of ln(S).
+_TOL_PSI = Tolerance(rtol=1e-12, atol=1e-13, why="ln(S) - ln(a^2) cancels at the centre")
 
 
-# 3. The profile: a frozen dataclass whose fields are its parameters; methods call the kernel.
+def _kernel(name, point, outputs, tol=_TOL):
+    return register(
+        Kernel(
+            name=f"examples.plummer_{name}",
+            point=point,
+            inputs=(Arg("x", _XY), Arg("y", _XY)),
+            params=_PARAMS,
+            outputs=outputs,
+            tol=tol,
+            ties=(("x", "centre_x"), ("y", "centre_y")),
+            doc=f"Plummer lens: {name}.",
+        )
+    )
+
+
+CONVERGENCE = _kernel("convergence", plummer_convergence, ("kappa",))
+DEFLECTIONS = _kernel("deflections", plummer_deflections, ("alpha_x", "alpha_y"))
+HESSIAN = _kernel("hessian", plummer_hessian, ("psi_xx", "psi_xy", "psi_yy"))
+POTENTIAL = _kernel("potential", plummer_potential, ("psi",), _TOL_PSI)
+KERNELS = {
+    "convergence": CONVERGENCE,
+    "deflections": DEFLECTIONS,
+    "hessian": HESSIAN,
+    "potential": POTENTIAL,
+}
+
+
+# 3. The profile: a frozen dataclass whose fields are its parameters. It says which kernel
+#    computes each quantity, with which of its fields; MassProfile does the rest (positions,
+#    backends, the fused numba loop, JAX pytrees, the fit TOML).
 @dataclass(frozen=True, eq=False)
-class Plummer(ValueIdentity):
-    theta_e: float
-    core: float
+class Plummer(MassProfile):
+    """Projected Plummer lens.
+
+    Parameters
+    ----------
+    centre : (float, float)
+        ``(x, y)`` of the centre, arcsec.
+    einstein_radius : float
+        ``theta_E`` > 0, arcsec: the deflection tends to ``theta_E**2 / r`` far out.
+    core_radius : float
+        ``a`` > 0, arcsec.
+    """
+
     centre: tuple[float, float] = (0.0, 0.0)
+    einstein_radius: float = 1.0
+    core_radius: float = 0.1
 
     def __post_init__(self) -> None:
         super().__post_init__()
         # Check concrete values only: under jit a free parameter is a tracer.
-        if is_concrete(self.core) and not self.core > 0:
-            raise ValueError(f"Plummer.core must be > 0 arcsec, got {self.core}")
+        for name in ("einstein_radius", "core_radius"):
+            value = getattr(self, name)
+            if is_concrete(value) and not value > 0:
+                raise ValueError(f"Plummer.{name} must be > 0 arcsec, got {value!r}")
 
-    def deflections(self, xy, backend: str | None = None):
-        """Deflections ``(N, 2)`` as ``(alpha_x, alpha_y)`` at positions ``xy`` ``(N, 2)``."""
-        backend = resolve_backend(backend, xy, self.theta_e, self.core, *self.centre)
-        xp = array_module(backend)
-        xy = xp.asarray(xy)
-        ax, ay = PLUMMER_DEFLECTIONS(
-            xy[..., 0], xy[..., 1], *self.centre, self.theta_e, self.core, backend=backend
-        )
-        return xp.stack([ax, ay], axis=-1)
+    def kernel_call(self, quantity: str) -> KernelCall:
+        return KernelCall(KERNELS[quantity], (*self.centre, self.einstein_radius, self.core_radius))

@@ -15,22 +15,9 @@ from twinlens.profiles.nfw import NFW
 from twinlens.profiles.power_law import PowerLaw
 from twinlens.profiles.simple import ExternalShear, MassSheet, PointMass
 
-__all__ = [
-    "GNFW",
-    "MGE",
-    "NFW",
-    "NIE",
-    "SIE",
-    "SIS",
-    "CoredNFW",
-    "EllipticalMultipole",
-    "ExternalShear",
-    "Gaussian",
-    "MassProfile",
-    "MassSheet",
-    "MassSum",
-    "Multipole",
-    "PointMass",
-    "PowerLaw",
-    "SersicMass",
-]
+# every mass profile imported above, so that a new profile needs only its import line here
+__all__ = sorted(
+    name
+    for name, value in list(globals().items())
+    if isinstance(value, type) and issubclass(value, MassProfile)
+)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
 import json
 import math
 import tomllib
@@ -42,6 +43,8 @@ from twinlens.model import (
     TruncatedGaussianPrior,
     UniformPrior,
 )
+from twinlens.profiles.base import MassProfile
+from twinlens.profiles.light import LightProfile
 from twinlens.search import SEARCHES, Emcee
 
 __all__ = ["FitConfig", "load_config", "parse_config", "prior_from_table"]
@@ -142,12 +145,35 @@ def _profile_class(name: Any, kind: str, where: str) -> type:
     choices = [n for n in module.__all__ if n not in ("MassProfile", "LightProfile", "MassSum")]
     if name is None:
         raise ConfigError(f"{where}: missing; name the {kind} profile, one of {', '.join(choices)}")
+    if isinstance(name, str) and ":" in name:
+        return _own_profile_class(name, kind, where)
     if name not in choices:
         raise ConfigError(
             f"{where} = {_show(name)}: unknown {kind} profile; choose from "
             f"{', '.join(choices)}{_suggest(name, choices)}"
         )
     return getattr(module, name)
+
+
+def _own_profile_class(name: str, kind: str, where: str) -> type:
+    """A profile class of the user's own, named ``"module:Class"`` (the module importable from
+    the working directory or the Python path)."""
+    module_name, _, class_name = name.partition(":")
+    base = MassProfile if kind == "mass" else LightProfile
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigError(
+            f"{where} = {_show(name)}: cannot import module {module_name!r} ({err}); a profile "
+            'of your own is named "module:Class", the module on the Python path'
+        ) from None
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, base) and dataclasses.is_dataclass(cls)):
+        raise ConfigError(
+            f"{where} = {_show(name)}: module {module_name!r} has no {kind} profile class "
+            f"{class_name!r} (a dataclass subclassing twinlens' {base.__name__})"
+        )
+    return cls
 
 
 def _value(raw: Any, where: str, priors: dict, path: str) -> Any:
