@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -108,6 +108,7 @@ from twinlens.profiles.power_law import PowerLaw
 from twinlens.profiles.simple import ExternalShear, MassSheet, PointMass
 
 _TWO_PI = 2.0 * math.pi
+_T = TypeVar("_T")
 
 
 # -- small helpers ---------------------------------------------------------------------------
@@ -133,6 +134,44 @@ def _ellipticity(source: str, e1: float, e2: float, key: str = "e1, e2") -> tupl
 
 def _floats(values: Any) -> tuple[float, ...]:
     return tuple(float(v) for v in values)
+
+
+def _lookup(table: Mapping[Any, _T], key: Any, missing: str, *, inherit: bool = False) -> _T:
+    """The entry of a conversion table for ``key`` (a class or a foreign profile name).
+
+    Parameters
+    ----------
+    table : mapping
+        Classes or names to converters.
+    key : type or str
+        What to convert: a profile's class (looked up exactly, or along its method resolution
+        order with ``inherit``) or a foreign profile name.
+    missing : str
+        The start of the error message when ``key`` has no entry, e.g. ``"no converter to
+        lenstronomy for MGE"``.
+    inherit : bool
+        Accept an entry for a base class of ``key`` (as ``isinstance`` would).
+
+    Returns
+    -------
+    object
+        The table's entry.
+
+    Raises
+    ------
+    ValueError
+        When ``key`` has no entry: ``missing``, then ``"; supported: "`` and every key of the
+        table (classes by name).
+    """
+    candidates = key.__mro__ if inherit and isinstance(key, type) else (key,)
+    for candidate in candidates:
+        try:
+            if candidate in table:
+                return table[candidate]
+        except TypeError:  # an unhashable name is no name of the table's
+            break
+    supported = ", ".join(k.__name__ if isinstance(k, type) else str(k) for k in table)
+    raise ValueError(f"{missing}; supported: {supported}")
 
 
 # -- lenstronomy -----------------------------------------------------------------------------
@@ -281,14 +320,29 @@ _FROM_LENSTRONOMY: dict[str, Callable[[str, Mapping], MassProfile]] = {
 
 
 def from_lenstronomy(name: str, kwargs: Mapping[str, Any]) -> MassProfile:
-    """Our profile equal to lenstronomy's profile ``name`` with keyword arguments ``kwargs``."""
-    try:
-        convert = _FROM_LENSTRONOMY[name]
-    except KeyError:
-        supported = ", ".join(_FROM_LENSTRONOMY)
-        raise ValueError(
-            f"no converter from lenstronomy's {name!r}; supported: {supported}"
-        ) from None
+    """Our profile equal to one lenstronomy lens profile.
+
+    Parameters
+    ----------
+    name : str
+        lenstronomy's profile name (an entry of its ``lens_model_list``), e.g. ``"SIE"``.
+    kwargs : mapping
+        That profile's keyword arguments.
+
+    Returns
+    -------
+    MassProfile
+        The equal profile (a :class:`~twinlens.mass.MassSum` for lenstronomy's EPL with
+        multipoles).
+
+    Raises
+    ------
+    ValueError
+        For a name with no converter (the message lists the supported ones) or a bad value.
+    KeyError
+        When a required keyword is missing (named).
+    """
+    convert = _lookup(_FROM_LENSTRONOMY, name, f"no converter from lenstronomy's {name!r}")
     return convert(name, kwargs)
 
 
@@ -296,7 +350,25 @@ def from_lenstronomy_list(
     names: Sequence[str], kwargs_list: Sequence[Mapping[str, Any]]
 ) -> MassProfile:
     """Our profile for a lenstronomy lens model (``lens_model_list`` and its ``kwargs``): one
-    profile, or a :class:`~twinlens.mass.MassSum` of several."""
+    profile, or a :class:`~twinlens.mass.MassSum` of several.
+
+    Parameters
+    ----------
+    names : sequence of str
+        lenstronomy's ``lens_model_list``.
+    kwargs_list : sequence of mapping
+        One keyword dictionary per name.
+
+    Returns
+    -------
+    MassProfile
+        The single profile, or the sum of all of them.
+
+    Raises
+    ------
+    ValueError
+        When the two sequences differ in length, or as :func:`from_lenstronomy`.
+    """
     if len(names) != len(kwargs_list):
         raise ValueError(
             f"{len(names)} lens model names but {len(kwargs_list)} kwargs dictionaries"
@@ -315,70 +387,143 @@ def _ell_kw(profile: Any) -> dict[str, float]:
     return {"e1": e1, "e2": e2}
 
 
+_ToPeer = Callable[[Any], tuple[str, dict[str, Any]]]
+
+
+def _to_l_fields(name: str, fields: Mapping[str, str], elliptical: bool) -> _ToPeer:
+    """A converter to lenstronomy's ``name`` that copies attributes: ``fields`` maps
+    lenstronomy's keys to ours; then ``e1, e2`` (if ``elliptical``) and the centre."""
+
+    def convert(profile: Any) -> tuple[str, dict[str, Any]]:
+        kw: dict[str, Any] = {key: float(getattr(profile, attr)) for key, attr in fields.items()}
+        if elliptical:
+            kw |= _ell_kw(profile)
+        return name, {**kw, **_centre_kw(profile)}
+
+    return convert
+
+
+def _to_l_gaussian(profile: Any) -> tuple[str, dict[str, Any]]:
+    sigma = float(profile.sigma)
+    amp = float(profile.kappa0) * _TWO_PI * sigma**2
+    kw = {"amp": amp, "sigma": sigma, **_ell_kw(profile), **_centre_kw(profile)}
+    return "GAUSSIAN_ELLIPSE_KAPPA", kw
+
+
+def _to_l_mge(profile: Any) -> tuple[str, dict[str, Any]]:
+    sigmas = np.asarray(profile.sigmas, dtype=float)
+    amps = np.asarray(profile.kappas, dtype=float) * _TWO_PI * sigmas**2
+    kw = {"amp": amps.tolist(), "sigma": sigmas.tolist(), **_ell_kw(profile)}
+    return "MULTI_GAUSSIAN_ELLIPSE_KAPPA", {**kw, **_centre_kw(profile)}
+
+
+def _to_l_nfw(profile: Any) -> tuple[str, dict[str, Any]]:
+    rs = float(profile.scale_radius)
+    kw = {"Rs": rs, "alpha_Rs": alpha_rs_from_kappa_s(float(profile.kappa_s), rs)}
+    if _floats(profile.ell_comps) == (0.0, 0.0):
+        return "NFW", {**kw, **_centre_kw(profile)}
+    return "NFW_ELLIPSE_CSE", {**kw, **_ell_kw(profile), **_centre_kw(profile)}
+
+
+def _to_l_shear(profile: Any) -> tuple[str, dict[str, Any]]:
+    ra0, dec0 = _floats(profile.origin)
+    kw = {"gamma1": float(profile.gamma_1), "gamma2": float(profile.gamma_2)}
+    return "SHEAR", {**kw, "ra_0": ra0, "dec_0": dec0}
+
+
+def _to_l_sheet(profile: Any) -> tuple[str, dict[str, Any]]:
+    ra0, dec0 = _floats(profile.centre)
+    return "CONVERGENCE", {"kappa": float(profile.kappa), "ra_0": ra0, "dec_0": dec0}
+
+
+def _l_multipole_kw(profile: Any) -> dict[str, Any]:
+    return {
+        "m": int(profile.m),
+        "a_m": float(profile.amplitude),
+        "phi_m": math.radians(float(profile.angle)),
+        "r_E": float(profile.einstein_radius),
+        **_centre_kw(profile),
+    }
+
+
+def _to_l_multipole(profile: Any) -> tuple[str, dict[str, Any]]:
+    return "MULTIPOLE", _l_multipole_kw(profile)
+
+
+def _to_l_elliptical_multipole(profile: Any) -> tuple[str, dict[str, Any]]:
+    if float(profile.reference_angle) != 0.0:
+        raise ValueError(
+            "lenstronomy's MULTIPOLE_ELL (to 1.14) has its reference ellipse along +x; "
+            f"this profile's reference_angle is {profile.reference_angle!r} degrees"
+        )
+    return "MULTIPOLE_ELL", {**_l_multipole_kw(profile), "q": float(profile.axis_ratio)}
+
+
+_TO_LENSTRONOMY: dict[type, _ToPeer] = {
+    Gaussian: _to_l_gaussian,
+    MGE: _to_l_mge,
+    SIS: _to_l_fields("SIS", {"theta_E": "einstein_radius"}, elliptical=False),
+    SIE: _to_l_fields("SIE", {"theta_E": "einstein_radius"}, elliptical=True),
+    NIE: _to_l_fields(
+        "NIE", {"theta_E": "einstein_radius", "s_scale": "core_radius"}, elliptical=True
+    ),
+    PowerLaw: _to_l_fields("EPL", {"theta_E": "einstein_radius", "gamma": "slope"}, True),
+    NFW: _to_l_nfw,
+    PointMass: _to_l_fields("POINT_MASS", {"theta_E": "einstein_radius"}, elliptical=False),
+    ExternalShear: _to_l_shear,
+    MassSheet: _to_l_sheet,
+    Multipole: _to_l_multipole,
+    EllipticalMultipole: _to_l_elliptical_multipole,
+}
+
+
 def to_lenstronomy(profile: MassProfile) -> tuple[str, dict[str, Any]]:
-    """``(name, kwargs)`` of the lenstronomy profile equal to ``profile`` (for a sum of
-    profiles use :func:`to_lenstronomy_list`)."""
+    """The lenstronomy lens profile equal to ``profile``.
+
+    For a sum of profiles use :func:`to_lenstronomy_list`.
+
+    Parameters
+    ----------
+    profile : MassProfile
+        One of the classes this module lists (matched exactly, not by subclass).
+
+    Returns
+    -------
+    (str, dict)
+        lenstronomy's profile name and its keyword arguments.
+
+    Raises
+    ------
+    ValueError
+        For a :class:`~twinlens.mass.MassSum`, a class with no converter (the message lists
+        the supported ones) or a profile lenstronomy cannot describe exactly.
+    """
     kind = type(profile)
-    if kind is Gaussian:
-        sigma = float(profile.sigma)
-        amp = float(profile.kappa0) * _TWO_PI * sigma**2
-        kw = {"amp": amp, "sigma": sigma, **_ell_kw(profile), **_centre_kw(profile)}
-        return "GAUSSIAN_ELLIPSE_KAPPA", kw
-    if kind is MGE:
-        sigmas = np.asarray(profile.sigmas, dtype=float)
-        amps = np.asarray(profile.kappas, dtype=float) * _TWO_PI * sigmas**2
-        kw = {"amp": amps.tolist(), "sigma": sigmas.tolist(), **_ell_kw(profile)}
-        return "MULTI_GAUSSIAN_ELLIPSE_KAPPA", {**kw, **_centre_kw(profile)}
-    if kind is SIS:
-        return "SIS", {"theta_E": float(profile.einstein_radius), **_centre_kw(profile)}
-    if kind is SIE:
-        kw = {"theta_E": float(profile.einstein_radius), **_ell_kw(profile)}
-        return "SIE", {**kw, **_centre_kw(profile)}
-    if kind is NIE:
-        kw = {"theta_E": float(profile.einstein_radius), "s_scale": float(profile.core_radius)}
-        return "NIE", {**kw, **_ell_kw(profile), **_centre_kw(profile)}
-    if kind is PowerLaw:
-        kw = {"theta_E": float(profile.einstein_radius), "gamma": float(profile.slope)}
-        return "EPL", {**kw, **_ell_kw(profile), **_centre_kw(profile)}
-    if kind is NFW:
-        rs = float(profile.scale_radius)
-        kw = {"Rs": rs, "alpha_Rs": alpha_rs_from_kappa_s(float(profile.kappa_s), rs)}
-        if _floats(profile.ell_comps) == (0.0, 0.0):
-            return "NFW", {**kw, **_centre_kw(profile)}
-        return "NFW_ELLIPSE_CSE", {**kw, **_ell_kw(profile), **_centre_kw(profile)}
-    if kind is PointMass:
-        return "POINT_MASS", {"theta_E": float(profile.einstein_radius), **_centre_kw(profile)}
-    if kind is ExternalShear:
-        ra0, dec0 = _floats(profile.origin)
-        kw = {"gamma1": float(profile.gamma_1), "gamma2": float(profile.gamma_2)}
-        return "SHEAR", {**kw, "ra_0": ra0, "dec_0": dec0}
-    if kind is MassSheet:
-        ra0, dec0 = _floats(profile.centre)
-        return "CONVERGENCE", {"kappa": float(profile.kappa), "ra_0": ra0, "dec_0": dec0}
-    if kind in (Multipole, EllipticalMultipole):
-        kw = {
-            "m": int(profile.m),
-            "a_m": float(profile.amplitude),
-            "phi_m": math.radians(float(profile.angle)),
-            "r_E": float(profile.einstein_radius),
-            **_centre_kw(profile),
-        }
-        if kind is Multipole:
-            return "MULTIPOLE", kw
-        if float(profile.reference_angle) != 0.0:
-            raise ValueError(
-                "lenstronomy's MULTIPOLE_ELL (to 1.14) has its reference ellipse along +x; "
-                f"this profile's reference_angle is {profile.reference_angle!r} degrees"
-            )
-        return "MULTIPOLE_ELL", {**kw, "q": float(profile.axis_ratio)}
     if kind is MassSum:
         raise ValueError("a MassSum is several lenstronomy profiles: use to_lenstronomy_list")
-    raise ValueError(f"no converter to lenstronomy for {kind.__name__}")
+    convert = _lookup(_TO_LENSTRONOMY, kind, f"no converter to lenstronomy for {kind.__name__}")
+    return convert(profile)
 
 
 def to_lenstronomy_list(profile: MassProfile) -> tuple[list[str], list[dict[str, Any]]]:
-    """``(lens_model_list, kwargs_list)`` for lenstronomy's ``LensModel``; a
-    :class:`~twinlens.mass.MassSum` becomes one entry per part (nested sums flattened)."""
+    """``(lens_model_list, kwargs_list)`` for lenstronomy's ``LensModel``.
+
+    Parameters
+    ----------
+    profile : MassProfile
+        One profile, or a :class:`~twinlens.mass.MassSum` (one entry per part, nested sums
+        flattened).
+
+    Returns
+    -------
+    (list of str, list of dict)
+        The profile names and their keyword arguments, in the same order.
+
+    Raises
+    ------
+    ValueError
+        As :func:`to_lenstronomy`, for any part.
+    """
     if isinstance(profile, MassSum):
         names: list[str] = []
         kwargs: list[dict[str, Any]] = []
@@ -409,81 +554,239 @@ def _ag_isothermal_radius(einstein_radius_ag: float, q: float) -> float:
     return einstein_radius_ag * 2.0 * math.sqrt(q) / (1.0 + q)
 
 
-def from_autogalaxy(name: str, kwargs: Mapping[str, Any]) -> MassProfile:
-    """Our profile equal to ``autogalaxy.mp.<name>(**kwargs)`` (autogalaxy's defaults fill
-    missing keys where autogalaxy has them)."""
-    kw = kwargs
-    centre = _ag_centre(kw)
-    if name == "Gaussian":
-        ell = _ag_ell(name, kw)
-        _positive("autogalaxy Gaussian", "sigma", kw.get("sigma", 1.0))
-        return Gaussian(
-            centre=centre,
-            ell_comps=ell,
-            sigma=float(kw.get("sigma", 1.0)) / math.sqrt(axis_ratio_angle(*ell)[0]),
-            intensity=float(kw.get("intensity", 0.1)),
-            mass_to_light_ratio=float(kw.get("mass_to_light_ratio", 1.0)),
-        )
-    if name == "IsothermalSph":
-        return SIS(centre=centre, einstein_radius=float(kw.get("einstein_radius", 1.0)))
-    if name in ("Isothermal", "IsothermalCore"):
-        ell = _ag_ell(name, kw)
-        q = axis_ratio_angle(*ell)[0]
-        theta_e = _ag_isothermal_radius(float(kw.get("einstein_radius", 1.0)), q)
-        if name == "Isothermal":
-            return SIE(centre=centre, ell_comps=ell, einstein_radius=theta_e)
-        _require(f"autogalaxy {name}", kw, ("core_radius",))
-        core = float(kw["core_radius"]) * math.sqrt(q)
-        return NIE(centre=centre, ell_comps=ell, einstein_radius=theta_e, core_radius=core)
-    if name == "PowerLaw":
-        ell = _ag_ell(name, kw)
-        q = axis_ratio_angle(*ell)[0]
-        slope = float(kw.get("slope", 2.0))
-        factor = math.sqrt(q) * ((1.0 + q) / 2.0) ** (-1.0 / (slope - 1.0))
-        theta_e = float(kw.get("einstein_radius", 1.0)) * factor
-        return PowerLaw(centre=centre, ell_comps=ell, einstein_radius=theta_e, slope=slope)
-    if name in ("NFWSph", "NFW"):
-        ell = _ag_ell(name, kw) if name == "NFW" else (0.0, 0.0)
-        _positive(f"autogalaxy {name}", "scale_radius", kw.get("scale_radius", 1.0))
-        rs = float(kw.get("scale_radius", 1.0)) * math.sqrt(axis_ratio_angle(*ell)[0])
-        return NFW(
-            centre=centre, ell_comps=ell, kappa_s=float(kw.get("kappa_s", 0.05)), scale_radius=rs
-        )
-    if name == "PointMass":
-        return PointMass(centre=centre, einstein_radius=float(kw.get("einstein_radius", 1.0)))
-    if name == "ExternalShear":
-        return ExternalShear(
-            gamma_1=float(kw.get("gamma_1", 0.0)), gamma_2=float(kw.get("gamma_2", 0.0))
-        )
-    if name == "MassSheet":
-        return MassSheet(kappa=float(kw.get("kappa", 0.0)), centre=centre)
-    if name == "PowerLawMultipole":
-        _require(f"autogalaxy {name}", kw, ("m", "multipole_comps"))
-        m = int(kw["m"])
-        if float(kw.get("slope", 2.0)) != 2.0 or m < 2:
-            raise ValueError(
-                "autogalaxy PowerLawMultipole: only slope = 2 and m >= 2 have a twinlens "
-                f"equivalent (Multipole), got slope={kw.get('slope', 2.0)!r}, m={m}"
-            )
-        theta_e = float(kw.get("einstein_radius", 1.0))
-        k_sin, k_cos = _floats(kw["multipole_comps"])
-        return Multipole(
-            m=m,
-            amplitude=math.hypot(k_sin, k_cos) * theta_e,
-            angle=math.degrees(math.atan2(k_sin, k_cos) / m),
-            centre=centre,
-            einstein_radius=theta_e,
-        )
-    raise ValueError(
-        f"no converter from autogalaxy's {name!r}; supported: Gaussian, IsothermalSph, "
-        "Isothermal, IsothermalCore, PowerLaw, NFWSph, NFW, PointMass, ExternalShear, MassSheet, "
-        "PowerLawMultipole"
+_FromAg = Callable[[str, Mapping, tuple[float, float]], MassProfile]
+
+
+def _from_ag_fields(cls: type, fields: Mapping[str, tuple[str, float]]) -> _FromAg:
+    """A converter from a round autogalaxy profile that copies parameters: ``fields`` maps our
+    keyword arguments to autogalaxy's keys and defaults; the centre is passed as ``centre``."""
+
+    def convert(name: str, kw: Mapping, centre: tuple[float, float]) -> MassProfile:
+        values = {ours: float(kw.get(key, default)) for ours, (key, default) in fields.items()}
+        return cls(centre=centre, **values)
+
+    return convert
+
+
+def _from_ag_gaussian(name: str, kw: Mapping, centre: tuple[float, float]) -> MassProfile:
+    ell = _ag_ell(name, kw)
+    _positive("autogalaxy Gaussian", "sigma", kw.get("sigma", 1.0))
+    return Gaussian(
+        centre=centre,
+        ell_comps=ell,
+        sigma=float(kw.get("sigma", 1.0)) / math.sqrt(axis_ratio_angle(*ell)[0]),
+        intensity=float(kw.get("intensity", 0.1)),
+        mass_to_light_ratio=float(kw.get("mass_to_light_ratio", 1.0)),
     )
 
 
+def _from_ag_isothermal(name: str, kw: Mapping, centre: tuple[float, float]) -> MassProfile:
+    ell = _ag_ell(name, kw)
+    q = axis_ratio_angle(*ell)[0]
+    theta_e = _ag_isothermal_radius(float(kw.get("einstein_radius", 1.0)), q)
+    if name == "Isothermal":
+        return SIE(centre=centre, ell_comps=ell, einstein_radius=theta_e)
+    _require(f"autogalaxy {name}", kw, ("core_radius",))
+    core = float(kw["core_radius"]) * math.sqrt(q)
+    return NIE(centre=centre, ell_comps=ell, einstein_radius=theta_e, core_radius=core)
+
+
+def _from_ag_power_law(name: str, kw: Mapping, centre: tuple[float, float]) -> MassProfile:
+    ell = _ag_ell(name, kw)
+    q = axis_ratio_angle(*ell)[0]
+    slope = float(kw.get("slope", 2.0))
+    factor = math.sqrt(q) * ((1.0 + q) / 2.0) ** (-1.0 / (slope - 1.0))
+    theta_e = float(kw.get("einstein_radius", 1.0)) * factor
+    return PowerLaw(centre=centre, ell_comps=ell, einstein_radius=theta_e, slope=slope)
+
+
+def _from_ag_nfw(name: str, kw: Mapping, centre: tuple[float, float]) -> MassProfile:
+    ell = _ag_ell(name, kw) if name == "NFW" else (0.0, 0.0)
+    _positive(f"autogalaxy {name}", "scale_radius", kw.get("scale_radius", 1.0))
+    rs = float(kw.get("scale_radius", 1.0)) * math.sqrt(axis_ratio_angle(*ell)[0])
+    return NFW(
+        centre=centre, ell_comps=ell, kappa_s=float(kw.get("kappa_s", 0.05)), scale_radius=rs
+    )
+
+
+def _from_ag_shear(name: str, kw: Mapping, centre: tuple[float, float]) -> MassProfile:
+    return ExternalShear(
+        gamma_1=float(kw.get("gamma_1", 0.0)), gamma_2=float(kw.get("gamma_2", 0.0))
+    )
+
+
+def _from_ag_multipole(name: str, kw: Mapping, centre: tuple[float, float]) -> MassProfile:
+    _require(f"autogalaxy {name}", kw, ("m", "multipole_comps"))
+    m = int(kw["m"])
+    if float(kw.get("slope", 2.0)) != 2.0 or m < 2:
+        raise ValueError(
+            "autogalaxy PowerLawMultipole: only slope = 2 and m >= 2 have a twinlens "
+            f"equivalent (Multipole), got slope={kw.get('slope', 2.0)!r}, m={m}"
+        )
+    theta_e = float(kw.get("einstein_radius", 1.0))
+    k_sin, k_cos = _floats(kw["multipole_comps"])
+    return Multipole(
+        m=m,
+        amplitude=math.hypot(k_sin, k_cos) * theta_e,
+        angle=math.degrees(math.atan2(k_sin, k_cos) / m),
+        centre=centre,
+        einstein_radius=theta_e,
+    )
+
+
+_FROM_AUTOGALAXY: dict[str, _FromAg] = {
+    "Gaussian": _from_ag_gaussian,
+    "IsothermalSph": _from_ag_fields(SIS, {"einstein_radius": ("einstein_radius", 1.0)}),
+    "Isothermal": _from_ag_isothermal,
+    "IsothermalCore": _from_ag_isothermal,
+    "PowerLaw": _from_ag_power_law,
+    "NFWSph": _from_ag_nfw,
+    "NFW": _from_ag_nfw,
+    "PointMass": _from_ag_fields(PointMass, {"einstein_radius": ("einstein_radius", 1.0)}),
+    "ExternalShear": _from_ag_shear,
+    "MassSheet": _from_ag_fields(MassSheet, {"kappa": ("kappa", 0.0)}),
+    "PowerLawMultipole": _from_ag_multipole,
+}
+
+
+def from_autogalaxy(name: str, kwargs: Mapping[str, Any]) -> MassProfile:
+    """Our profile equal to ``autogalaxy.mp.<name>(**kwargs)``.
+
+    Parameters
+    ----------
+    name : str
+        The class name in ``autogalaxy.mp``, e.g. ``"Isothermal"``.
+    kwargs : mapping
+        Its keyword arguments; autogalaxy's defaults fill missing keys where autogalaxy has
+        them.
+
+    Returns
+    -------
+    MassProfile
+        The equal profile.
+
+    Raises
+    ------
+    ValueError
+        For a name with no converter (the message lists the supported ones) or a value with no
+        equivalent here.
+    KeyError
+        When a key autogalaxy requires is missing (named).
+    """
+    convert = _lookup(_FROM_AUTOGALAXY, name, f"no converter from autogalaxy's {name!r}")
+    return convert(name, kwargs, _ag_centre(kwargs))
+
+
+_ToAg = Callable[[Any, dict[str, Any], float], tuple[str, dict[str, Any]]]
+
+
+def _to_ag_fields(name: str, fields: Mapping[str, str]) -> _ToAg:
+    """A converter to autogalaxy's ``name`` that copies attributes: ``fields`` maps
+    autogalaxy's keys to ours, after the centre (and axis) keys already converted."""
+
+    def convert(profile: Any, kw: dict[str, Any], q: float) -> tuple[str, dict[str, Any]]:
+        return name, {**kw, **{key: float(getattr(profile, a)) for key, a in fields.items()}}
+
+    return convert
+
+
+def _to_ag_gaussian(profile: Any, kw: dict[str, Any], q: float) -> tuple[str, dict[str, Any]]:
+    kw.update(
+        intensity=float(profile.intensity),
+        sigma=float(profile.sigma) * math.sqrt(q),
+        mass_to_light_ratio=float(profile.mass_to_light_ratio),
+    )
+    return "Gaussian", kw
+
+
+def _to_ag_isothermal(profile: Any, kw: dict[str, Any], q: float) -> tuple[str, dict[str, Any]]:
+    kw["einstein_radius"] = float(profile.einstein_radius) * (1.0 + q) / (2.0 * math.sqrt(q))
+    if type(profile) is SIE:
+        return "Isothermal", kw
+    return "IsothermalCore", {**kw, "core_radius": float(profile.core_radius) / math.sqrt(q)}
+
+
+def _to_ag_power_law(profile: Any, kw: dict[str, Any], q: float) -> tuple[str, dict[str, Any]]:
+    slope = float(profile.slope)
+    factor = ((1.0 + q) / 2.0) ** (1.0 / (slope - 1.0)) / math.sqrt(q)
+    kw.update(einstein_radius=float(profile.einstein_radius) * factor, slope=slope)
+    return "PowerLaw", kw
+
+
+def _to_ag_nfw(profile: Any, kw: dict[str, Any], q: float) -> tuple[str, dict[str, Any]]:
+    kw.update(
+        kappa_s=float(profile.kappa_s), scale_radius=float(profile.scale_radius) / math.sqrt(q)
+    )
+    if kw["ell_comps"] == (0.0, 0.0):
+        del kw["ell_comps"]
+        return "NFWSph", kw
+    return "NFW", kw
+
+
+def _to_ag_shear(profile: Any, kw: dict[str, Any], q: float) -> tuple[str, dict[str, Any]]:
+    if _floats(profile.origin) != (0.0, 0.0):
+        raise ValueError("autogalaxy's ExternalShear has no origin; this one's is not (0, 0)")
+    return "ExternalShear", {
+        "gamma_1": float(profile.gamma_1),
+        "gamma_2": float(profile.gamma_2),
+    }
+
+
+def _to_ag_multipole(profile: Any, kw: dict[str, Any], q: float) -> tuple[str, dict[str, Any]]:
+    m = int(profile.m)
+    if m < 2:
+        raise ValueError(
+            f"no converter to autogalaxy for Multipole with m = {m} (autogalaxy's "
+            "PowerLawMultipole has m >= 2)"
+        )
+    theta_e = float(profile.einstein_radius)
+    k = float(profile.amplitude) / theta_e
+    phi_m = math.radians(float(profile.angle))
+    return "PowerLawMultipole", {
+        **kw,
+        "m": m,
+        "einstein_radius": theta_e,
+        "slope": 2.0,
+        "multipole_comps": (k * math.sin(m * phi_m), k * math.cos(m * phi_m)),
+    }
+
+
+_TO_AUTOGALAXY: dict[type, _ToAg] = {
+    Gaussian: _to_ag_gaussian,
+    SIS: _to_ag_fields("IsothermalSph", {"einstein_radius": "einstein_radius"}),
+    SIE: _to_ag_isothermal,
+    NIE: _to_ag_isothermal,
+    PowerLaw: _to_ag_power_law,
+    NFW: _to_ag_nfw,
+    PointMass: _to_ag_fields("PointMass", {"einstein_radius": "einstein_radius"}),
+    ExternalShear: _to_ag_shear,
+    MassSheet: _to_ag_fields("MassSheet", {"kappa": "kappa"}),
+    Multipole: _to_ag_multipole,
+}
+
+
 def to_autogalaxy(profile: MassProfile) -> tuple[str, dict[str, Any]]:
-    """``(name, kwargs)`` such that ``autogalaxy.mp.<name>(**kwargs)`` equals ``profile``."""
+    """``(name, kwargs)`` such that ``autogalaxy.mp.<name>(**kwargs)`` equals ``profile``.
+
+    Parameters
+    ----------
+    profile : MassProfile
+        One of the classes this module lists (matched exactly, not by subclass).
+
+    Returns
+    -------
+    (str, dict)
+        The class name in ``autogalaxy.mp`` and its keyword arguments (``centre`` as ``(y,
+        x)``, ``ell_comps`` as ``(e2, e1)``).
+
+    Raises
+    ------
+    ValueError
+        For a class with no converter (the message lists the supported ones), or a profile
+        autogalaxy cannot describe (a shear with an origin, a multipole with ``m = 1``).
+    """
     kind = type(profile)
+    convert = _lookup(_TO_AUTOGALAXY, kind, f"no converter to autogalaxy for {kind.__name__}")
     kw: dict[str, Any] = {}
     if hasattr(profile, "centre"):
         cx, cy = _floats(profile.centre)
@@ -493,57 +796,7 @@ def to_autogalaxy(profile: MassProfile) -> tuple[str, dict[str, Any]]:
         e1, e2 = _floats(profile.ell_comps)
         kw["ell_comps"] = (e2, e1)
         q = axis_ratio_angle(e1, e2)[0]
-    if kind is Gaussian:
-        kw.update(
-            intensity=float(profile.intensity),
-            sigma=float(profile.sigma) * math.sqrt(q),
-            mass_to_light_ratio=float(profile.mass_to_light_ratio),
-        )
-        return "Gaussian", kw
-    if kind is SIS:
-        return "IsothermalSph", {**kw, "einstein_radius": float(profile.einstein_radius)}
-    if kind in (SIE, NIE):
-        kw["einstein_radius"] = float(profile.einstein_radius) * (1.0 + q) / (2.0 * math.sqrt(q))
-        if kind is SIE:
-            return "Isothermal", kw
-        return "IsothermalCore", {**kw, "core_radius": float(profile.core_radius) / math.sqrt(q)}
-    if kind is PowerLaw:
-        slope = float(profile.slope)
-        factor = ((1.0 + q) / 2.0) ** (1.0 / (slope - 1.0)) / math.sqrt(q)
-        kw.update(einstein_radius=float(profile.einstein_radius) * factor, slope=slope)
-        return "PowerLaw", kw
-    if kind is NFW:
-        kw.update(
-            kappa_s=float(profile.kappa_s), scale_radius=float(profile.scale_radius) / math.sqrt(q)
-        )
-        if kw["ell_comps"] == (0.0, 0.0):
-            del kw["ell_comps"]
-            return "NFWSph", kw
-        return "NFW", kw
-    if kind is PointMass:
-        return "PointMass", {**kw, "einstein_radius": float(profile.einstein_radius)}
-    if kind is ExternalShear:
-        if _floats(profile.origin) != (0.0, 0.0):
-            raise ValueError("autogalaxy's ExternalShear has no origin; this one's is not (0, 0)")
-        return "ExternalShear", {
-            "gamma_1": float(profile.gamma_1),
-            "gamma_2": float(profile.gamma_2),
-        }
-    if kind is MassSheet:
-        return "MassSheet", {**kw, "kappa": float(profile.kappa)}
-    if kind is Multipole and int(profile.m) >= 2:
-        m = int(profile.m)
-        theta_e = float(profile.einstein_radius)
-        k = float(profile.amplitude) / theta_e
-        phi_m = math.radians(float(profile.angle))
-        return "PowerLawMultipole", {
-            **kw,
-            "m": m,
-            "einstein_radius": theta_e,
-            "slope": 2.0,
-            "multipole_comps": (k * math.sin(m * phi_m), k * math.cos(m * phi_m)),
-        }
-    raise ValueError(f"no converter to autogalaxy for {kind.__name__}")
+    return convert(profile, kw, q)
 
 
 # -- light profiles ---------------------------------------------------------------------------
@@ -564,21 +817,46 @@ def _b_lenstronomy(n: float) -> float:
     return max(float(sersic_b_capaccioli(n)), 1e-5)  # lenstronomy's floor
 
 
+# lenstronomy's light profile names to whether each is elliptical and has a core
+_LIGHT_FROM_LENSTRONOMY: dict[str, tuple[bool, bool]] = {
+    "SERSIC": (False, False),
+    "SERSIC_ELLIPSE": (True, False),
+    "CORE_SERSIC": (True, True),
+}
+
+
 def light_from_lenstronomy(name: str, kwargs: Mapping[str, Any]) -> Any:
-    """Our light profile equal to lenstronomy's ``SERSIC``, ``SERSIC_ELLIPSE`` or
-    ``CORE_SERSIC`` with keyword arguments ``kwargs`` (``amp`` defaults to 1)."""
+    """Our light profile equal to one of lenstronomy's Sersic light profiles.
+
+    Parameters
+    ----------
+    name : {"SERSIC", "SERSIC_ELLIPSE", "CORE_SERSIC"}
+        lenstronomy's light profile name.
+    kwargs : mapping
+        Its keyword arguments (``amp`` defaults to 1, ``alpha`` of the core-Sersic to 3).
+
+    Returns
+    -------
+    Sersic or CoreSersic
+        The equal profile (radius and intensity rescaled to the exact ``b_n``).
+
+    Raises
+    ------
+    ValueError
+        For another name (the message lists the supported ones) or a bad ellipticity.
+    KeyError
+        When a required keyword is missing (named).
+    """
     from twinlens.kernels.light import sersic_b, sersic_with_other_b
     from twinlens.profiles.light import CoreSersic, Sersic
 
-    if name not in ("SERSIC", "SERSIC_ELLIPSE", "CORE_SERSIC"):
-        raise ValueError(
-            f"no light converter from lenstronomy's {name!r}; supported: SERSIC, "
-            "SERSIC_ELLIPSE, CORE_SERSIC"
-        )
+    elliptical, cored = _lookup(
+        _LIGHT_FROM_LENSTRONOMY, name, f"no light converter from lenstronomy's {name!r}"
+    )
     _require(name, kwargs, ("R_sersic", "n_sersic"))
     n = float(kwargs["n_sersic"])
     b_l, b_e = _b_lenstronomy(n), float(sersic_b(n))
-    ell = (0.0, 0.0) if name == "SERSIC" else _l_ell(name, kwargs)
+    ell = _l_ell(name, kwargs) if elliptical else (0.0, 0.0)
     radius, intensity = sersic_with_other_b(
         float(kwargs["R_sersic"]), float(kwargs.get("amp", 1.0)), n, b_l, b_e
     )
@@ -589,7 +867,7 @@ def light_from_lenstronomy(name: str, kwargs: Mapping[str, Any]) -> Any:
         "sersic_index": n,
         "intensity": float(intensity),
     }
-    if name == "CORE_SERSIC":
+    if cored:
         _require(name, kwargs, ("Rb", "gamma"))
         return CoreSersic(
             **common,
@@ -600,14 +878,41 @@ def light_from_lenstronomy(name: str, kwargs: Mapping[str, Any]) -> Any:
     return Sersic(**common)
 
 
-def light_to_lenstronomy(profile: Any) -> tuple[str, dict[str, Any]]:
-    """``(name, kwargs)`` of the lenstronomy light profile equal to a :class:`Sersic`,
-    :class:`Exponential` or :class:`CoreSersic` (inverse of :func:`light_from_lenstronomy`)."""
-    from twinlens.kernels.light import sersic_b, sersic_with_other_b
+def _light_to_lenstronomy_table() -> dict[type, str]:
+    # our light classes (subclasses included) to lenstronomy's names; imported when used
     from twinlens.profiles.light import CoreSersic, Exponential, Sersic
 
-    if not isinstance(profile, (Sersic, Exponential, CoreSersic)):
-        raise ValueError(f"no light converter to lenstronomy for {type(profile).__name__}")
+    return {Sersic: "SERSIC_ELLIPSE", Exponential: "SERSIC_ELLIPSE", CoreSersic: "CORE_SERSIC"}
+
+
+def light_to_lenstronomy(profile: Any) -> tuple[str, dict[str, Any]]:
+    """The lenstronomy light profile equal to ``profile`` (inverse of
+    :func:`light_from_lenstronomy`).
+
+    Parameters
+    ----------
+    profile : Sersic, Exponential or CoreSersic
+        Or an instance of a subclass of one of them.
+
+    Returns
+    -------
+    (str, dict)
+        ``"SERSIC_ELLIPSE"`` or ``"CORE_SERSIC"`` and its keyword arguments.
+
+    Raises
+    ------
+    ValueError
+        For another class (the message lists the supported ones).
+    """
+    from twinlens.kernels.light import sersic_b, sersic_with_other_b
+
+    kind = type(profile)
+    name = _lookup(
+        _light_to_lenstronomy_table(),
+        kind,
+        f"no light converter to lenstronomy for {kind.__name__}",
+        inherit=True,
+    )
     n = float(profile.sersic_index)
     b_l, b_e = _b_lenstronomy(n), float(sersic_b(n))
     radius, amp = sersic_with_other_b(profile.effective_radius, profile.intensity, n, b_e, b_l)
@@ -618,8 +923,7 @@ def light_to_lenstronomy(profile: Any) -> tuple[str, dict[str, Any]]:
         **_ell_kw(profile),
         **_centre_kw(profile),
     }
-    if isinstance(profile, CoreSersic):
+    if name == "CORE_SERSIC":
         kw |= {"Rb": float(profile.break_radius), "gamma": float(profile.gamma)}
         kw["alpha"] = float(profile.alpha)
-        return "CORE_SERSIC", kw
-    return "SERSIC_ELLIPSE", kw
+    return name, kw

@@ -100,6 +100,7 @@ from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity, ellipticit
 from twinlens.kernels.light import sersic_b, sersic_b_capaccioli, sersic_with_other_b
 from twinlens.model.paths import get_path
 from twinlens.model.priors import GaussianPrior, Prior, UniformPrior
+from twinlens.posterior_stats import Summary, fold_angle, summarise
 from twinlens.profiles.composite import MassSum
 from twinlens.profiles.isothermal import SIE, SIS
 from twinlens.profiles.light import Exponential, LinearExponential, LinearSersic, Sersic
@@ -138,15 +139,10 @@ def _load_coolest() -> SimpleNamespace:
 # -- conventions, vectorised over numpy arrays (posterior samples) ----------------------------
 
 
-def _fold(phi_deg: Any) -> Any:
-    """Degrees into COOLEST's ``(-90, 90]``."""
-    out = np.mod(np.asarray(phi_deg, dtype=float) + 90.0, 180.0) - 90.0
-    return np.where(out == -90.0, 90.0, out)
-
-
 def _phi_from_theta(theta_rad: Any) -> Any:
-    """COOLEST's angle (degrees from +y) of a direction ``theta_rad`` (radians from +x)."""
-    return _fold(np.degrees(theta_rad) + 90.0)
+    """COOLEST's angle (degrees from +y, in ``(-90, 90]``) of a direction ``theta_rad``
+    (radians from +x)."""
+    return fold_angle(np.degrees(theta_rad) + 90.0)
 
 
 def _theta_from_phi(phi_deg: float) -> float:
@@ -359,19 +355,14 @@ def _collect(tracer: Tracer, unsupported_light: str) -> tuple[list[_Export], dic
 # -- posterior statistics ---------------------------------------------------------------------
 
 
-def _statistics(values: np.ndarray, angle: bool) -> dict[str, float]:
-    v = np.asarray(values, dtype=float)
-    if angle:  # unwrap about the circular mean, so a posterior across the fold stays one piece
-        two = np.radians(2.0 * v)
-        ref = 0.5 * math.degrees(math.atan2(float(np.mean(np.sin(two))), np.mean(np.cos(two))))
-        v = ref + np.mod(v - ref + 90.0, 180.0) - 90.0
-    median = float(np.median(v))
-    p16, p84 = (float(p) for p in np.percentile(v, [16.0, 84.0]))
-    mean = float(np.mean(v))
-    if angle:  # the median in (-90, 90], the others shifted with it
-        shift = 180.0 * round((float(_fold(median)) - median) / 180.0)
-        median, p16, p84, mean = median + shift, p16 + shift, p84 + shift, mean + shift
-    return {"median": median, "percentile_16th": p16, "percentile_84th": p84, "mean": mean}
+def _coolest_statistics(summary: Summary) -> dict[str, float]:
+    """COOLEST's ``PosteriorStatistics`` keywords for a 16th-84th percentile summary."""
+    return {
+        "median": summary.median,
+        "percentile_16th": summary.lower,
+        "percentile_84th": summary.upper,
+        "mean": summary.mean,
+    }
 
 
 class _Posterior:
@@ -443,7 +434,7 @@ class _Posterior:
         if all(p in self.samples for p in free):
             args = [self.samples[p] if p in self.samples else value(p) for p in param.inputs]
             converted = np.broadcast_to(param.fn(*args), (self.size or 1,))
-            return _statistics(converted, param.angle)
+            return _coolest_statistics(summarise(converted, angle=param.angle))
         if len(free) == 1 and free[0] in param.affine_in:
             (free_path,) = free
 
@@ -452,7 +443,7 @@ class _Posterior:
 
             median, p16, p84, mean = (at(v) for v in self.summaries[free_path])
             lo, hi = sorted((p16, p84))
-            return {"median": median, "percentile_16th": lo, "percentile_84th": hi, "mean": mean}
+            return _coolest_statistics(Summary(median, lo, hi, mean))
         self.unconverted.append(f"{where} {param.name} (from {', '.join(free)})")
         return None
 
