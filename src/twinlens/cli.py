@@ -88,6 +88,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         config = load_config(config_path, backend=args.backend)
     except ConfigError as err:
         return _usage_error(str(err))
+    output: Path | None
     if args.example:
         truths = [example.TRUTH[p] for p in config.model.paths]
         output = folder / "fit_output"

@@ -181,7 +181,7 @@ class Grid2D(ValueIdentity):
     @classmethod
     def uniform(
         cls,
-        shape: tuple[int, int],
+        shape: int | tuple[int, int],
         pixel_scale: float,
         sub_size: int = 1,
         origin: tuple[float, float] = (0.0, 0.0),

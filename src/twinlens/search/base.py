@@ -78,7 +78,8 @@ class ObjectiveLike(Protocol):
     one vector, needed only by the JAX searches.
     """
 
-    backend: str
+    @property
+    def backend(self) -> str: ...
 
     @property
     def paths(self) -> tuple[str, ...]: ...
