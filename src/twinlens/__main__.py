@@ -1,3 +1,5 @@
+"""``python -m twinlens``: the ``twinlens`` command."""
+
 from twinlens.cli import main
 
 raise SystemExit(main())

@@ -88,6 +88,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         config = load_config(config_path, backend=args.backend)
     except ConfigError as err:
         return _usage_error(str(err))
+    output: Path | None
     if args.example:
         truths = [example.TRUTH[p] for p in config.model.paths]
         output = folder / "fit_output"
@@ -193,6 +194,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``twinlens`` command and its subcommands."""
     parser = argparse.ArgumentParser(
         prog="twinlens", description="Strong lensing on numba and JAX with the same answers."
     )
@@ -274,5 +276,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``twinlens`` command on ``argv`` (default: ``sys.argv[1:]``); the exit status."""
     args = build_parser().parse_args(argv)
     return args.func(args)

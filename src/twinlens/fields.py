@@ -44,7 +44,7 @@ import functools
 import hashlib
 import inspect
 import sys
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -87,7 +87,7 @@ def static_field(**kwargs: Any) -> Any:
 
 
 def _is_frozen(arr: np.ndarray) -> bool:
-    base = arr
+    base: object = arr
     while isinstance(base, np.ndarray):
         base = base.base
     return type(base) is bytes and not arr.flags.writeable and arr.flags.c_contiguous
@@ -237,6 +237,8 @@ class ValueIdentity:
     """
 
     _value_identity_classes: ClassVar[list[type]] = []
+    if TYPE_CHECKING:  # every subclass is a dataclass: dataclasses.fields and replace accept it
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -394,7 +396,7 @@ def _register_pytree(cls: type, jax: Any) -> None:
         return children, aux
 
     def unflatten(aux: tuple, children: tuple) -> Any:
-        obj = object.__new__(cls)
+        obj: Any = object.__new__(cls)
         leaves, _ = _leaf_and_static_names(cls)
         for n, v in zip(leaves, children, strict=True):
             object.__setattr__(obj, n, v)

@@ -181,7 +181,7 @@ class Grid2D(ValueIdentity):
     @classmethod
     def uniform(
         cls,
-        shape: tuple[int, int],
+        shape: int | tuple[int, int],
         pixel_scale: float,
         sub_size: int = 1,
         origin: tuple[float, float] = (0.0, 0.0),
@@ -230,7 +230,7 @@ class Grid2D(ValueIdentity):
         return np.hypot(self.x - centre[0], self.y - centre[1])
 
     def circular_mask(self, radius: float, centre: tuple[float, float] = (0.0, 0.0)) -> Grid2D:
-        """This grid using only pixels whose centres lie within ``radius`` (arcsec) of
+        """The grid using only pixels whose centres lie within ``radius`` (arcsec) of
         ``centre``."""
         if not radius > 0:
             raise ValueError(f"circular_mask: radius must be > 0 arcsec, got {radius!r}")
@@ -239,7 +239,7 @@ class Grid2D(ValueIdentity):
     def annular_mask(
         self, inner_radius: float, outer_radius: float, centre: tuple[float, float] = (0.0, 0.0)
     ) -> Grid2D:
-        """This grid using pixels with ``inner_radius <= r <= outer_radius`` (arcsec)."""
+        """The grid using pixels with ``inner_radius <= r <= outer_radius`` (arcsec)."""
         if not 0 <= inner_radius < outer_radius:
             raise ValueError(
                 "annular_mask: need 0 <= inner_radius < outer_radius, got "

@@ -60,6 +60,7 @@ def collect(load_backends: bool = True) -> dict[str, Any]:
 
 
 def format_info(info: dict[str, Any]) -> str:
+    """The report of :func:`info` as lines of text."""
     lines = [
         f"twinlens {info['twinlens']} (python {info['python']}, numpy {info['numpy']}, "
         f"scipy {info['scipy']})",

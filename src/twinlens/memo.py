@@ -218,7 +218,7 @@ def _array_fingerprint(a: Any) -> tuple | None:
         if cached is not None:
             return cached
     data = np.ascontiguousarray(np.asarray(a))
-    digest = hashlib.blake2b(memoryview(data).cast("B"), digest_size=16).digest()
+    digest = hashlib.blake2b(data.data.cast("B"), digest_size=16).digest()
     fingerprint = (type(a).__name__, data.dtype.str, data.shape, digest)
     return _remember(a, fingerprint) if immutable else fingerprint
 
@@ -239,7 +239,7 @@ def _remember(owner: Any, fingerprint: tuple) -> tuple:
     """Cache ``fingerprint`` for the immutable ``owner`` until it is garbage collected."""
     key = id(owner)
     try:
-        ref = weakref.ref(owner, lambda _, key=key: _FINGERPRINTS.pop(key, None))
+        ref = weakref.ref(owner, lambda _: _FINGERPRINTS.pop(key, None))
     except TypeError:  # not weak-referenceable: fingerprinted at every call
         return fingerprint
     _FINGERPRINTS[key] = (ref, fingerprint)
@@ -368,6 +368,7 @@ def recall(
     if entry is None and event is None and not owner:
         return None  # deferred
     if entry is None and not owner:
+        assert event is not None  # a deferred lookup has returned above
         event.wait()  # another thread is computing this field
         entry = _STORE.hit_after_wait(key)
     if entry is None:
@@ -380,7 +381,7 @@ def recall(
             return None
     if backend == "jax":
         _STORE.count("jax_folds")
-    factor = getattr(obj, linear) if level == 2 else 1.0
+    factor = getattr(obj, linear) if level == 2 and linear is not None else 1.0
     return Recalled(entry[0], entry[1], factor, level)
 
 

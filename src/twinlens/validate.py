@@ -238,4 +238,5 @@ def format_table(rows: list[Row]) -> str:
 
 
 def as_dicts(rows: list[Row]) -> list[dict]:
+    """The rows as dictionaries (for JSON)."""
     return [asdict(r) for r in rows]

@@ -21,6 +21,7 @@ _on_load: list[Callable[[ModuleType], None]] = []
 
 
 def x64_requested() -> bool:
+    """Whether JAX is to run in double precision (``TWINLENS_JAX_X64``, default on)."""
     return os.environ.get("TWINLENS_JAX_X64", "1").strip().lower() not in {"0", "false", "no"}
 
 
@@ -33,6 +34,7 @@ def on_load(hook: Callable[[ModuleType], None]) -> None:
 
 
 def is_loaded() -> bool:
+    """Whether JAX has been loaded and configured by :func:`load`."""
     return _loaded is not None
 
 

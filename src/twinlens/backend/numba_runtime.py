@@ -95,10 +95,12 @@ def set_num_threads(n: int) -> None:
 
 
 def get_num_threads() -> int:
+    """numba's thread count for the calling thread."""
     return load().get_num_threads()
 
 
 def cache_enabled() -> bool:
+    """Whether compiled kernels are cached on disk (``TWINLENS_NUMBA_CACHE``, default on)."""
     return os.environ.get("TWINLENS_NUMBA_CACHE", "1").strip().lower() not in {"0", "false", "no"}
 
 

@@ -83,6 +83,7 @@ class ImagingLikelihood(ValueIdentity):
 
     @property
     def n_params(self) -> int:
+        """The number of free parameters."""
         return len(self.free)
 
     @property

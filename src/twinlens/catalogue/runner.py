@@ -39,6 +39,7 @@ class WarmUp(WorkerPlugin):
         self.task, self.backend, self.numba_threads = task, backend, numba_threads
 
     def setup(self, worker: Any) -> None:
+        """Compile the template on ``worker`` and record the seconds it took."""
         began = time.perf_counter()
         try:
             compile_template(self.task, self.backend, self.numba_threads)
@@ -47,7 +48,7 @@ class WarmUp(WorkerPlugin):
         worker.twinlens_compile_seconds = time.perf_counter() - began
 
     def teardown(self, worker: Any) -> None:
-        pass
+        """Nothing to undo."""
 
 
 def compile_template(task: LensTask, backend: str | None, numba_threads: int | None = None) -> None:

@@ -63,7 +63,7 @@ def build_table(catalogue: Any) -> Any:
         for c in columns
         if any(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in rows)
     }
-    data = {}
+    data: dict[str, list[Any]] = {}
     for c in columns:
         if c in numeric:
             data[c] = [_number(r.get(c)) for r in rows]

@@ -84,7 +84,8 @@ def limit_numba_threads(n: int | None) -> None:
     if n:
         import numba
 
-        numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
+        most = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
+        numba.set_num_threads(max(1, min(n, most)))
 
 
 def fit_lens(

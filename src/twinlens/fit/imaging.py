@@ -199,6 +199,7 @@ def simulate(
     if noise_sigma is not None:
         data, noise_map = noise.gaussian_noise(image, noise_sigma, seed)
     else:
+        assert exposure_time is not None  # exactly one of the two, checked above
         # FFT convolution leaves rounding-level negatives (~1e-17 of the peak) where the image
         # is dark; a Poisson mean cannot be negative, so those become 0 (real negatives stay
         # and are refused by add_noise)

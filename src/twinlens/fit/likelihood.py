@@ -130,6 +130,7 @@ class FitImaging:
 
     @property
     def chi_squared(self) -> Any:
+        """``sum ((data - model) / sigma)^2`` over the masked-in pixels."""
         return self._result[1]
 
     @property

@@ -79,6 +79,8 @@ class PSF(ValueIdentity):
 
     @property
     def resolved_method(self) -> str:
+        """The convolution used: ``method``, or for ``"auto"`` direct for small kernels and
+        FFT otherwise."""
         if self.method != "auto":
             return self.method
         return "direct" if self.kernel.size <= DIRECT_MAX_TAPS else "fft"

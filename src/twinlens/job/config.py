@@ -67,7 +67,7 @@ class ConfigError(ValueError):
 class FitConfig:
     """What a fit needs, read from a configuration file."""
 
-    dataset: Imaging
+    dataset: Imaging | None  # None when the configuration was checked without reading data
     model: Model
     search: dict = field(default_factory=lambda: {"name": "nautilus"})
     backend: str = "numba"

@@ -81,7 +81,11 @@ PRIORS = {
 # Its index is 2.5: the cusp of a de Vaucouleurs profile (n = 4) is so steep that the fit's
 # 2 x 2 sub-pixels miss the 4 x 4 image by chi^2 ~ 100 even after the intensity solve, which
 # pulls the source's size and index 2 sigma off; at n = 2.5 the miss is chi^2 0.2
-LENS_LIGHT = {"centre": (0.0, 0.0), "ell_comps": (0.05, 0.03), "effective_radius": 1.0}
+LENS_LIGHT: dict[str, Any] = {
+    "centre": (0.0, 0.0),
+    "ell_comps": (0.05, 0.03),
+    "effective_radius": 1.0,
+}
 LENS_LIGHT_INDEX, LENS_INTENSITY, SOURCE_INTENSITY = 2.5, 0.3, 0.2
 
 

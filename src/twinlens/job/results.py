@@ -416,8 +416,8 @@ def _plain(value: Any) -> Any:
         items = [_plain(v) for v in value]
         return _SKIP if any(v is _SKIP for v in items) else items
     if isinstance(value, dict):
-        items = {str(k): _plain(v) for k, v in value.items()}
-        return {k: v for k, v in items.items() if v is not _SKIP}
+        entries = {str(k): _plain(v) for k, v in value.items()}
+        return {k: v for k, v in entries.items() if v is not _SKIP}
     if value is None or isinstance(value, (bool, int, str)):
         return value
     return _SKIP

@@ -48,7 +48,7 @@ _LABELS = {
 
 
 def latex_label(path: str) -> str:
-    """A LaTeX label for a parameter path, e.g. ``\\theta_{\\rm E}^{\\rm lens\\,0\\,m0}``."""
+    r"""A LaTeX label for a parameter path, e.g. ``\theta_{\rm E}^{\rm lens\,0\,m0}``."""
     head, _, last = path.rpartition(".")
     name = _LABELS.get(last, last.replace("_", r"\_"))
     where = head.replace("lenses", "L").replace("sources", "S").replace(".mass", "m")
@@ -135,6 +135,7 @@ class Model(ValueIdentity):
 
     @property
     def n_params(self) -> int:
+        """The number of free parameters."""
         return len(self.priors)
 
     @property

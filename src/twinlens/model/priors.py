@@ -40,20 +40,26 @@ class Prior(ValueIdentity):
     """Base class: ``from_unit(u, xp)`` (inverse CDF), ``log_density(x)`` and ``support``."""
 
     def from_unit(self, u: Any, xp: Any = np) -> Any:
+        """The inverse CDF at ``u`` in ``[0, 1]``, computed with ``xp`` (numpy or
+        ``jax.numpy``)."""
         raise NotImplementedError
 
     def log_density(self, x: Any) -> np.ndarray:
+        """The normalised log density at ``x`` (``-inf`` outside the support)."""
         raise NotImplementedError
 
     @property
     def support(self) -> tuple[float, float]:
+        """``(lower, upper)``: the values of nonzero density (infinite when unbounded)."""
         raise NotImplementedError
 
     @property
     def median(self) -> float:
+        """The prior's median."""
         return float(self.from_unit(np.array(0.5)))
 
     def contains(self, value: float) -> bool:
+        """Whether ``value`` lies in the support (bounds included)."""
         lo, hi = self.support
         return lo <= value <= hi
 
@@ -72,15 +78,18 @@ class UniformPrior(Prior):
             raise ValueError(f"UniformPrior needs lower < upper, got [{self.lower}, {self.upper}]")
 
     def from_unit(self, u: Any, xp: Any = np) -> Any:
+        """``lower + (upper - lower) u``."""
         return self.lower + (self.upper - self.lower) * u
 
     def log_density(self, x: Any) -> np.ndarray:
+        """``-log(upper - lower)`` inside ``[lower, upper]``, ``-inf`` outside."""
         x = np.asarray(x, dtype=float)
         inside = (x >= self.lower) & (x <= self.upper)
         return np.where(inside, -math.log(self.upper - self.lower), -np.inf)
 
     @property
     def support(self) -> tuple[float, float]:
+        """``(lower, upper)``."""
         return (self.lower, self.upper)
 
 
@@ -100,9 +109,11 @@ class LogUniformPrior(Prior):
             )
 
     def from_unit(self, u: Any, xp: Any = np) -> Any:
+        """``lower (upper / lower)^u``."""
         return self.lower * xp.exp(u * math.log(self.upper / self.lower))
 
     def log_density(self, x: Any) -> np.ndarray:
+        """``-log(x log(upper / lower))`` inside ``[lower, upper]``, ``-inf`` outside."""
         x = np.asarray(x, dtype=float)
         inside = (x >= self.lower) & (x <= self.upper)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -111,6 +122,7 @@ class LogUniformPrior(Prior):
 
     @property
     def support(self) -> tuple[float, float]:
+        """``(lower, upper)``."""
         return (self.lower, self.upper)
 
 
@@ -128,14 +140,17 @@ class GaussianPrior(Prior):
             raise ValueError(f"GaussianPrior.sigma must be > 0, got {self.sigma}")
 
     def from_unit(self, u: Any, xp: Any = np) -> Any:
+        """``mean + sigma ndtri(u)``."""
         return self.mean + self.sigma * _special(xp).ndtri(u)
 
     def log_density(self, x: Any) -> np.ndarray:
+        """The normal log density at ``x``."""
         z = (np.asarray(x, dtype=float) - self.mean) / self.sigma
         return -0.5 * z * z - math.log(self.sigma) - _LOG_SQRT_2PI
 
     @property
     def support(self) -> tuple[float, float]:
+        """``(-inf, inf)``."""
         return (-math.inf, math.inf)
 
 
@@ -168,6 +183,7 @@ class TruncatedGaussianPrior(Prior):
         return (x - self.mean) / self.sigma
 
     def from_unit(self, u: Any, xp: Any = np) -> Any:
+        """The truncated normal's inverse CDF (mirrored for an upper tail, to keep digits)."""
         sp = _special(xp)
         a, b = self._z(self.lower), self._z(self.upper)
         if a > 0:  # the upper tail: work with the mirrored bounds, where ndtr keeps its digits
@@ -177,6 +193,7 @@ class TruncatedGaussianPrior(Prior):
         return self.mean + self.sigma * sp.ndtri(lo + u * (hi - lo))
 
     def log_density(self, x: Any) -> np.ndarray:
+        """The normal log density renormalised to ``[lower, upper]``, ``-inf`` outside."""
         x = np.asarray(x, dtype=float)
         z = (x - self.mean) / self.sigma
         a, b = self._z(self.lower), self._z(self.upper)
@@ -186,4 +203,5 @@ class TruncatedGaussianPrior(Prior):
 
     @property
     def support(self) -> tuple[float, float]:
+        """``(lower, upper)``."""
         return (self.lower, self.upper)

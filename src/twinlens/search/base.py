@@ -78,26 +78,45 @@ class ObjectiveLike(Protocol):
     one vector, needed only by the JAX searches.
     """
 
-    backend: str
+    @property
+    def backend(self) -> str:
+        """The backend the likelihood runs on."""
+        ...
 
     @property
-    def paths(self) -> tuple[str, ...]: ...
+    def paths(self) -> tuple[str, ...]:
+        """The free parameters, in vector order."""
+        ...
 
     @property
-    def n_params(self) -> int: ...
+    def n_params(self) -> int:
+        """The number of free parameters."""
+        ...
 
     @property
-    def start(self) -> np.ndarray: ...
+    def start(self) -> np.ndarray:
+        """A starting vector inside every prior."""
+        ...
 
-    def from_unit(self, u: Any, xp: Any = np) -> Any: ...
+    def from_unit(self, u: Any, xp: Any = np) -> Any:
+        """Vectors from points of the unit cube (each prior's inverse CDF)."""
+        ...
 
-    def log_prior(self, vectors: Any) -> np.ndarray: ...
+    def log_prior(self, vectors: Any) -> np.ndarray:
+        """``log`` prior density of each vector."""
+        ...
 
-    def log_likelihood(self, vectors: Any) -> np.ndarray: ...
+    def log_likelihood(self, vectors: Any) -> np.ndarray:
+        """``log L`` of each vector."""
+        ...
 
-    def log_posterior(self, vectors: Any) -> np.ndarray: ...
+    def log_posterior(self, vectors: Any) -> np.ndarray:
+        """Log prior plus ``log L`` of each vector (unnormalised)."""
+        ...
 
-    def jax_log_likelihood(self, vector: Any) -> Any: ...
+    def jax_log_likelihood(self, vector: Any) -> Any:
+        """A JAX-traceable ``log L`` of one vector (for the JAX searches)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -142,6 +161,7 @@ class Objective:
 
     @property
     def n_params(self) -> int:
+        """The number of free parameters."""
         return self.model.n_params
 
     @property
@@ -277,6 +297,7 @@ class SearchResult:
 
     @property
     def n_samples(self) -> int:
+        """The number of posterior samples."""
         return self.samples.shape[0]
 
     def medians(self) -> np.ndarray:
