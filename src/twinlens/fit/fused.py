@@ -153,7 +153,9 @@ def _source(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> str
     Each output is its own 1-D array, passed in (every element is written): with two rows of
     one 2-D array written per point, LLVM did not vectorise the loop (W6: 12.9 ms against
     1.8 ms per call), and arrays allocated inside the loop made W5 batches 25% slower."""
-    points, scalars, comps = [], [], []
+    points: list[tuple[str, Kernel]] = []
+    scalars: list[str] = []
+    comps: list[str] = []
     body = ["x = xs[i]", "y = ys[i]", "ax = 0.0", "ay = 0.0", "light = 0.0"]
     n_mass, n_light = n_stored
     # stored fields (from the memo) first: read, times one factor per member
@@ -208,8 +210,8 @@ def _source(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> str
         loads=loads,
         body="\n".join(" " * 12 + line for line in body),
     )
-    args = [*outputs, "n_batch", "xs", "ys", *stored, *scalars, *comps]
-    return generate("a tracer's deflections and light in one loop", points, args, loop)
+    arguments = [*outputs, "n_batch", "xs", "ys", *stored, *scalars, *comps]
+    return generate("a tracer's deflections and light in one loop", points, arguments, loop)
 
 
 _LOOP = """\

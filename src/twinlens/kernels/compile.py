@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -96,18 +96,24 @@ def point_reference(source: Kernel | Callable) -> tuple[str, str]:
     """``(module, expression)``: where generated code imports a kernel's point function (or a
     plain per-point function) from. A module-level function is imported by name; one made in
     a loop is reached through its kernel's ``point_from``."""
-    point, point_from = (source.point, source.point_from) if _is_kernel(source) else (source, "")
-    if point is None:
-        raise TypeError(f"kernel {source.name} has no per-point source to compile")
+    point: Any = source
+    point_from = ""
+    if isinstance(source, _kernel_class()):
+        kernel_point = source.point
+        if kernel_point is None:
+            raise TypeError(f"kernel {source.name} has no per-point source to compile")
+        point = cast(Any, kernel_point)
+        point_from = source.point_from
     module = point.__module__
     if point_from:
         return module, point_from
-    if getattr(sys.modules.get(module), point.__name__, None) is not point:
+    name, qualname = point.__name__, point.__qualname__
+    if getattr(sys.modules.get(module), name, None) is not point:
         raise TypeError(
-            f"point function {point.__qualname__} must be a module-level name, or its kernel "
+            f"point function {qualname} must be a module-level name, or its kernel "
             "must say where it is (point_from), so generated code can import it"
         )
-    return module, point.__name__
+    return module, name
 
 
 @cache
@@ -147,7 +153,7 @@ def math_inputs(modules: Sequence[str]) -> list[str]:
         for value in vars(module).values():
             if isinstance(value, ModuleType):
                 ref = value.__name__
-            elif _is_kernel(value):
+            elif isinstance(value, _kernel_class()):
                 ref = value.point.__module__ if value.point is not None else ""
             else:
                 ref = getattr(value, "__module__", None) or ""
@@ -159,10 +165,10 @@ def math_inputs(modules: Sequence[str]) -> list[str]:
 _PACKAGE = "twinlens.kernels"
 
 
-def _is_kernel(value: Any) -> bool:
-    from twinlens.kernels.registry import Kernel
+def _kernel_class() -> type[Kernel]:
+    from twinlens.kernels.registry import Kernel  # registry imports this module lazily
 
-    return isinstance(value, Kernel)
+    return Kernel
 
 
 def _outputs(kernel: Kernel, size: str, alloc: str) -> tuple[list[str], str]:
@@ -210,7 +216,7 @@ def numba_source(kernel: Kernel) -> str:
 
 def numba_loop(kernel: Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
     """The compiled-on-first-call numba loop for ``kernel``: 1-D inputs, scalar params."""
-    dummy = [np.zeros(1, dtype=kernel.input_dtype) for _ in kernel.inputs]
+    dummy: list[Any] = [np.zeros(1, dtype=kernel.input_dtype) for _ in kernel.inputs]
     dummy += [
         np.full(p.size, 0.5, dtype=kernel.input_dtype) if p.size else np.float64(0.5)
         for p in kernel.params
@@ -287,6 +293,8 @@ def jax_function(kernel: Kernel) -> Callable[..., Any]:
     jax = jax_runtime.load()
     jnp = jax.numpy
     point = kernel.point
+    if point is None:
+        raise NotImplementedError(f"kernel {kernel.name} has no per-point source for JAX")
     single = len(kernel.outputs) == 1
 
     n_comp = kernel.components

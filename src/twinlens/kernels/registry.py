@@ -140,6 +140,8 @@ class Kernel:
         for values in zip(*comps, strict=True):
             out = self._numpy_point(*head, *values)
             total = out if total is None else tuple(t + o for t, o in zip(total, out, strict=True))
+        if total is None:  # profiles refuse empty expansions; a direct call is told why
+            raise ValueError(f"{self.name}: the component arrays are empty; nothing to sum")
         return total
 
     def _numpy_point(self, *args: Any) -> tuple[np.ndarray, ...]:

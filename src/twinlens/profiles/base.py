@@ -66,6 +66,7 @@ def axis_ratio_angle(e1: Any, e2: Any) -> tuple[Any, Any]:
 
 
 def all_concrete(*values: Any) -> bool:
+    """True when every value is concrete (known now, not a tracer or a batch column)."""
     return all(is_concrete(v) for v in values)
 
 
@@ -99,7 +100,8 @@ class MassProfile(ValueIdentity):
         e1, e2 = ellipticity_from_axis_ratio(q, angle * (math.pi / 180.0))
         if all_concrete(e1, e2):  # Python floats, so the profile's key is stable
             e1, e2 = float(e1), float(e2)
-        return cls(*args, ell_comps=(e1, e2), **kwargs)
+        build: Any = cls  # a subclass with an ell_comps field
+        return build(*args, ell_comps=(e1, e2), **kwargs)
 
     def _backend(self, xy: Any, backend: str | None) -> str:
         return resolve_backend(backend, getattr(xy, "xy", xy), *_numbers(self))

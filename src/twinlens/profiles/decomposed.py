@@ -103,9 +103,8 @@ class _Decomposed(MassProfile):
         ``mass_to_light_ratio`` (the decomposition of a concrete shape is cached by value)."""
         _, norm, _, _ = self._recipe()
         unit, sigmas = self._unit()
-        return MGE(
-            sigmas, unit, centre=self.centre, ell_comps=self.ell_comps, mass_to_light_ratio=norm
-        )
+        centre, ell_comps = self.centre, self.ell_comps  # type: ignore[attr-defined]
+        return MGE(sigmas, unit, centre=centre, ell_comps=ell_comps, mass_to_light_ratio=norm)
 
     def kernel_call(self, quantity: str) -> KernelCall | None:
         """The equivalent MGE's kernel of ``quantity`` (:meth:`mge`)."""

@@ -48,7 +48,8 @@ class _GaussianFamily(MassProfile):
             form = "near_round"  # exact at e = 0 too
         else:
             form = self._form()
-        shape = shape_parameters(*self.ell_comps, form)  # type: ignore[attr-defined]
+        e1, e2 = self.ell_comps  # type: ignore[attr-defined]
+        shape = shape_parameters(e1, e2, form)
         return KernelCall(
             self._kernels[(quantity, form)],
             (*self.centre, *shape, *self._amplitudes()),  # type: ignore[attr-defined]

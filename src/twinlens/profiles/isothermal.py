@@ -42,7 +42,8 @@ class _Isothermal(MassProfile):
         """The isothermal kernel of ``quantity`` in the form the ellipticity allows (the
         convergence has one form for every ellipticity)."""
         form = "traced" if quantity == "convergence" else self._form()
-        shape = shape_parameters(*self._ell(), form)
+        e1, e2 = self._ell()
+        shape = shape_parameters(e1, e2, form)
         return KernelCall(
             isothermal.KERNELS[(quantity, form)],
             (*self.centre, *shape, self.einstein_radius, self._core()),  # type: ignore[attr-defined]

@@ -469,6 +469,7 @@ class GaussianBasis(_GaussianLightFamily):
 
     @property
     def n_linear(self) -> int:  # type: ignore[override]
+        """One solved intensity per Gaussian."""
         return int(np.size(self.sigmas))
 
     def column_calls(self) -> list[KernelCall]:

@@ -31,7 +31,9 @@ def _check_order(owner: object, m: Any, allowed: tuple[int, ...] | None) -> None
 
 @dataclass(frozen=True, eq=False)
 class Multipole(MassProfile):
-    """Circular multipole of order ``m`` (lenstronomy's ``MULTIPOLE``)::
+    """Circular multipole of order ``m`` (lenstronomy's ``MULTIPOLE``).
+
+    In polar coordinates about the centre::
 
         kappa = amplitude cos(m (phi - angle)) / (2 r),
 
@@ -83,8 +85,9 @@ class Multipole(MassProfile):
 
 @dataclass(frozen=True, eq=False)
 class EllipticalMultipole(MassProfile):
-    """Elliptical multipole of order ``m`` in {1, 3, 4} (Paugnat & Gilman 2025; lenstronomy's
-    ``MULTIPOLE_ELL``)::
+    """Elliptical multipole of order ``m`` in {1, 3, 4} (lenstronomy's ``MULTIPOLE_ELL``).
+
+    After Paugnat & Gilman (2025)::
 
         kappa = amplitude cos(m (varphi - angle)) / (2 R),
 

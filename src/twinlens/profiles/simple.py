@@ -46,8 +46,9 @@ class PointMass(MassProfile):
 
 @dataclass(frozen=True, eq=False)
 class ExternalShear(MassProfile):
-    """External shear, lenstronomy's ``SHEAR`` convention, about ``origin``
-    (lenstronomy's ``(ra_0, dec_0)``)::
+    """External shear, lenstronomy's ``SHEAR`` convention.
+
+    About ``origin`` (lenstronomy's ``(ra_0, dec_0)``)::
 
         psi = gamma_1 (dx^2 - dy^2) / 2 + gamma_2 dx dy,   dx = x - origin_x, dy = y - origin_y.
 
