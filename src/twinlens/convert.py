@@ -216,7 +216,7 @@ def _from_l_isothermal(name: str, kw: Mapping) -> MassProfile:
     )
 
 
-def _from_l_epl(name: str, kw: Mapping) -> MassProfile:
+def _from_l_epl(name: str, kw: Mapping) -> PowerLaw:
     _require(name, kw, ("theta_E", "gamma"))
     return PowerLaw(
         centre=_l_centre(kw),
@@ -260,7 +260,7 @@ def _from_l_sheet(name: str, kw: Mapping) -> MassProfile:
 
 def _from_l_multipole(name: str, kw: Mapping) -> MassProfile:
     _require(name, kw, ("m", "a_m", "phi_m"))
-    common = {
+    common: dict[str, Any] = {
         "m": int(kw["m"]),
         "amplitude": float(kw["a_m"]),
         "angle": math.degrees(float(kw["phi_m"])),
@@ -284,7 +284,7 @@ def _from_l_epl_multipoles(name: str, kw: Mapping) -> MassProfile:
     elliptical = name.endswith("_ELL")
     parts: list[MassProfile] = [epl]
     for m in (1, 3, 4):
-        common = {
+        common: dict[str, Any] = {
             "m": m,
             "angle": math.degrees(phi + float(kw[f"delta_phi_m{m}"])),
             "centre": epl.centre,
@@ -860,7 +860,7 @@ def light_from_lenstronomy(name: str, kwargs: Mapping[str, Any]) -> Any:
     radius, intensity = sersic_with_other_b(
         float(kwargs["R_sersic"]), float(kwargs.get("amp", 1.0)), n, b_l, b_e
     )
-    common = {
+    common: dict[str, Any] = {
         "centre": _l_centre(kwargs),
         "ell_comps": ell,
         "effective_radius": float(radius),

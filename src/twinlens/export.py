@@ -964,7 +964,8 @@ def _place_by_entity(read: list, entities: list) -> tuple[list[Galaxy], list[Gal
     if len(lens_z) > 1:
         raise ValueError(f"mass at several redshifts {sorted(lens_z)}: a Tracer has one lens plane")
     z_lens = next(iter(lens_z), None)
-    lenses, sources = [], []
+    lenses: list[Galaxy] = []
+    sources: list[Galaxy] = []
     for k, entity in enumerate(entities):
         mass = tuple(ours for i, m, _, ours in read if i == k and m == "mass")
         light = tuple(ours for i, m, _, ours in read if i == k and m == "light")

@@ -109,7 +109,8 @@ class Tracer(ValueIdentity):
     ) -> tuple[list[Recalled], list]:
         """``(recalled, direct)``: stored deflection fields, and the profiles to evaluate.
         ``grid`` is the value-identity grid ``x, y`` come from, if any (see the memo)."""
-        recalled, direct = [], []
+        recalled: list[Recalled] = []
+        direct: list = []
         for g in self.lenses:
             for p in g.mass:
                 r = memo.recall(
@@ -161,7 +162,7 @@ class Tracer(ValueIdentity):
             from twinlens.fit.fused import fused_light
 
             computed = fused_light(
-                direct_mass, direct_lens, sources, x, y, recalled_mass, stored_images
+                direct_mass, direct_lens, sources, x, y, tuple(recalled_mass), tuple(stored_images)
             )
         if computed is None:
             ax, ay = self._sum_deflections(recalled_mass, direct_mass, x, y, backend)
@@ -298,9 +299,9 @@ class Tracer(ValueIdentity):
         return float(brentq(lambda r: excess(np.array([r]))[0], radii[k], radii[k + 1], xtol=1e-12))
 
     def with_intensities(self, intensities: Any) -> Tracer:
-        """This tracer with each linear light profile replaced by its parametric twin at the
-        given intensities (``n_linear`` values, in :attr:`linear_profiles` order): what a fit
-        solved, as a model to plot or simulate from."""
+        """A copy of this tracer with each linear light profile replaced by its parametric twin
+        at the given intensities (``n_linear`` values, in :attr:`linear_profiles` order): what a
+        fit solved, as a model to plot or simulate from."""
         values = [float(v) for v in intensities]
         if len(values) != self.n_linear:
             raise ValueError(f"need {self.n_linear} intensities, got {len(values)}")

@@ -279,9 +279,11 @@ def register_numba_overloads() -> None:
 def _overload(op: Callable) -> None:
     from numba.extending import overload
 
+    # make_op attaches the numba attributes, which Callable does not declare
+    attrs: Any = op
     # inline at the numba IR level: an out-of-line call per op costs more than most ops
-    typer = getattr(op, "_numba_typer", None) or _typer_for(op._numba_impl)
-    overload(op, inline="always" if op._numba_inline else "never")(typer)
+    typer = getattr(op, "_numba_typer", None) or _typer_for(attrs._numba_impl)
+    overload(op, inline="always" if attrs._numba_inline else "never")(typer)
 
 
 def _typer_for(impl: Callable) -> Callable:

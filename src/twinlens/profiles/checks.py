@@ -66,7 +66,7 @@ def collect_validity() -> Iterator[list]:
         _collectors.pop()
 
 
-def _record(condition: Callable[[Any], Any], *values: Any) -> None:
+def _record(condition: Callable[..., Any], *values: Any) -> None:
     if _collectors and not all(is_concrete(v) for v in values):
         xp = np
         if any(is_jax_array(v) for v in values):
