@@ -25,6 +25,7 @@ from twinlens.mass import MassProfile
 #    functions where needed). They run as they are on numpy arrays. The argument names are the
 #    profile's field names.
 def plummer_convergence(x, y, centre_x, centre_y, einstein_radius, core_radius):
+    """Convergence, dimensionless."""
     dx = x - centre_x
     dy = y - centre_y
     s = dx * dx + dy * dy + core_radius * core_radius
@@ -32,6 +33,7 @@ def plummer_convergence(x, y, centre_x, centre_y, einstein_radius, core_radius):
 
 
 def plummer_deflections(x, y, centre_x, centre_y, einstein_radius, core_radius):
+    """Deflections ``(alpha_x, alpha_y)``, arcsec."""
     dx = x - centre_x
     dy = y - centre_y
     f = einstein_radius * einstein_radius / (dx * dx + dy * dy + core_radius * core_radius)
@@ -39,6 +41,7 @@ def plummer_deflections(x, y, centre_x, centre_y, einstein_radius, core_radius):
 
 
 def plummer_hessian(x, y, centre_x, centre_y, einstein_radius, core_radius):
+    """Hessian ``(psi_xx, psi_xy, psi_yy)`` of the potential."""
     dx = x - centre_x
     dy = y - centre_y
     s = dx * dx + dy * dy + core_radius * core_radius
@@ -48,6 +51,7 @@ def plummer_hessian(x, y, centre_x, centre_y, einstein_radius, core_radius):
 
 
 def plummer_potential(x, y, centre_x, centre_y, einstein_radius, core_radius):
+    """Potential, arcsec^2, zero at the centre."""
     dx = x - centre_x
     dy = y - centre_y
     a2 = core_radius * core_radius
@@ -126,4 +130,5 @@ class Plummer(MassProfile):
                 raise ValueError(f"Plummer.{name} must be > 0 arcsec, got {value!r}")
 
     def kernel_call(self, quantity: str) -> KernelCall:
+        """The Plummer kernel of ``quantity`` with this profile's parameters."""
         return KernelCall(KERNELS[quantity], (*self.centre, self.einstein_radius, self.core_radius))
