@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twinlens.backend.concrete import is_concrete
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.ops import log
 from twinlens.kernels.registry import Kernel, KernelCall, register
 from twinlens.kernels.tolerance import Tolerance
 from twinlens.mass import MassProfile
+from twinlens.profiles.checks import check_pair, check_positive
 
 
 # 1. The math: plain functions of one point, written with arithmetic (and twinlens.kernels.ops
@@ -123,11 +123,11 @@ class Plummer(MassProfile):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        # Check concrete values only: under jit a free parameter is a tracer.
-        for name in ("einstein_radius", "core_radius"):
-            value = getattr(self, name)
-            if is_concrete(value) and not value > 0:
-                raise ValueError(f"Plummer.{name} must be > 0 arcsec, got {value!r}")
+        # A concrete bad value is an error naming the field and the range; a traced or batched
+        # one (a search's free parameter) makes the likelihood -inf there instead.
+        check_pair(self, "centre", self.centre)
+        check_positive(self, "einstein_radius", self.einstein_radius)
+        check_positive(self, "core_radius", self.core_radius)
 
     def kernel_call(self, quantity: str) -> KernelCall:
         """The Plummer kernel of ``quantity`` with this profile's parameters."""
