@@ -578,3 +578,11 @@ def test_gradient_is_finite_on_the_centre_and_at_zero_ellipticity(name):
     xy = jnp.asarray([[params[0], params[1]], [0.4, -0.3]])  # the first point is the centre
     grad = np.asarray(jax.grad(lambda p: _total(build, p, xy, "jax"))(jnp.asarray(params)))
     assert np.all(np.isfinite(grad)), grad
+
+
+def test_kernel_call_names_the_one_quantity_a_light_profile_computes():
+    from twinlens.kernels import light as light_kernels
+
+    assert Sersic().kernel_call("image").kernel is light_kernels.SERSIC
+    with pytest.raises(ValueError, match="computes 'image', not 'deflections'"):
+        Sersic().kernel_call("deflections")

@@ -91,7 +91,15 @@ class LightProfile(ValueIdentity):
     def kernel_call(self, quantity: str = "image") -> KernelCall | None:
         """What computes the image (the only ``quantity``): a kernel and the parameters bound
         from this profile's fields (at unit intensity for a linear variant), or None when the
-        image is a sum of :meth:`column_calls`."""
+        image is a sum of :meth:`column_calls`. Subclasses implement :meth:`_image_call`."""
+        if quantity != "image":
+            raise ValueError(
+                f"{type(self).__name__}.kernel_call: a light profile computes 'image', "
+                f"not {quantity!r}"
+            )
+        return self._image_call()
+
+    def _image_call(self) -> KernelCall | None:
         return None
 
     def column_calls(self) -> list[KernelCall]:
@@ -144,7 +152,7 @@ class _SersicFamily(LightProfile):
     def _b(self) -> Any:
         return light_kernels.sersic_b(self.sersic_index)  # type: ignore[attr-defined]
 
-    def kernel_call(self, quantity: str = "image") -> KernelCall:
+    def _image_call(self) -> KernelCall:
         """The Sersic kernel with this profile's shape and intensity."""
         params = (
             *self.centre,  # type: ignore[attr-defined]
@@ -255,7 +263,7 @@ class LinearExponential(_Linear, _ExponentialShape):
 
 
 class _CoreSersicFamily(_SersicFamily):
-    def kernel_call(self, quantity: str = "image") -> KernelCall:
+    def _image_call(self) -> KernelCall:
         """The core-Sersic kernel with this profile's shape and intensity."""
         params = (
             *self.centre,  # type: ignore[attr-defined]
@@ -352,7 +360,7 @@ class _GaussianShape(_GaussianLightFamily):
         self._check_shape()
         check_positive(self, "sigma", self.sigma)
 
-    def kernel_call(self, quantity: str = "image") -> KernelCall:
+    def _image_call(self) -> KernelCall:
         """The Gaussian kernel with this profile's shape and intensity."""
         return self._gaussian_call(self.sigma, self.intensity)  # type: ignore[attr-defined]
 
@@ -429,7 +437,7 @@ class MGELight(_GaussianLightFamily):
                 f"{np.shape(self.sigmas)} and {np.shape(self.intensities)}"
             )
 
-    def kernel_call(self, quantity: str = "image") -> KernelCall:
+    def _image_call(self) -> KernelCall:
         """The MGE kernel: every Gaussian summed in one pass."""
         params = (*self.centre, *self.ell_comps, self.sigmas, self.intensities)
         return KernelCall(mge_kernels.CONVERGENCE, params)
