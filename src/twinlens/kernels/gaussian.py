@@ -26,8 +26,9 @@ Deflections come in three exact forms, each accurate where it is used:
   its integrand is ``exp(-a u)``, ``a = r^2 / (2 sigma^2)``, times a slowly varying factor, so a
   40-node Gauss-Legendre rule on ``[0, min(1, 38 / a)]`` integrates it to float64 accuracy.
 
-``deflections`` (and ``hessian``) blend the last two with ``where``, for a traced ellipticity;
-profiles with concrete parameters call the single form that applies.
+``deflections`` (and ``hessian``) take a traced ellipticity: on JAX they run the one form that
+applies (``lax.cond``), elsewhere they blend the two with ``where``; profiles with concrete
+parameters call the single form that applies.
 """
 
 from __future__ import annotations
@@ -300,20 +301,33 @@ def _near_round_sums_loop(dx, dy, e1, e2, sigma, kappa0):
     return scale * sx, scale * sy, scale * hxx, scale * hxy, scale * hyy
 
 
+def _scan_rule(jax, nodes, weights, node_terms, like, n_out):
+    # sum_k weights[k] * node_terms(nodes[k]) in the numpy loop's order, as a lax.scan: one
+    # node's program, and one node's intermediates in memory. A vmap over the nodes held
+    # (nodes x points) arrays (256 MB for the 40 nodes of 160,000 points): 3x slower when run,
+    # and a lax.cond holding it slowed the whole program even when it was not taken.
+    def step(acc, node_weight):
+        node, weight = node_weight
+        return tuple(a + weight * f for a, f in zip(acc, node_terms(node), strict=True)), None
+
+    zero = tuple(0.0 * like for _ in range(n_out))
+    acc, _ = jax.lax.scan(step, zero, (jax.numpy.asarray(nodes), jax.numpy.asarray(weights)))
+    return acc
+
+
 @cache
 def _near_round_sums_jax():
-    # JAX: the same node function vmapped over the nodes (an unrolled loop would put 40 copies
-    # of it in every traced program).
     jax = jax_runtime.load()
-    nodes, weights = _GL_T, _GL_W  # numpy: constants of whichever program traces them
 
     def sums(dx, dy, e1, e2, sigma, kappa0):
         ee, c2, inv_2s2, top, ex, ey = _near_round_setup(dx, dy, e1, e2, sigma)
-        terms = jax.vmap(
-            lambda t: _near_round_node(dx, dy, e1, e2, ee, c2, inv_2s2, ex, ey, top * t)
-        )(nodes)
+        like = dx + 0.0 * (dy + top)  # the broadcast shape of every node's terms
+
+        def node(t):
+            return _near_round_node(dx, dy, e1, e2, ee, c2, inv_2s2, ex, ey, top * t)
+
         scale = kappa0 * top
-        return tuple(scale * jax.numpy.tensordot(weights, f, axes=1) for f in terms)
+        return tuple(scale * f for f in _scan_rule(jax, _GL_T, _GL_W, node, like, 5))
 
     return sums
 
@@ -356,23 +370,75 @@ def _branch_parameters(e1, e2):
     return near, (1.0 - e) / (1.0 + e), 0.5 * arctan2(f2, f1)
 
 
+def _blend_by_form(near_round_fn, elliptical_fn, name):
+    """An op for a traced ellipticity: ``near_round_fn`` below ``E_SWITCH``, ``elliptical_fn``
+    (given Shajib's ``(q, phi)``) above.
+
+    On JAX a scalar ellipticity (a search's traced parameter) runs the near-round quadrature
+    only where it applies, inside ``lax.cond``: computing it at every point cost 12x Shajib's
+    form alone. Shajib's form stays outside the ``cond`` (with the stand-in ellipticity of
+    :func:`_branch_parameters` when near round), because XLA's CPU backend runs a ``cond``
+    branch about 1.6x slower than the same work in the main program (measured on W1). Under
+    ``vmap`` over parameters JAX turns the ``cond`` into a select of both branches, as before. numpy
+    (the reference) and numba blend with ``where``; numba's kernels never reach this op, since
+    with concrete parameters :func:`numba_by_form` picks the form first.
+    """
+
+    def blend(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
+        near, q, phi = _branch_parameters(e1, e2)
+        n = near_round_fn(x, y, centre_x, centre_y, e1, e2, sigma, kappa0)
+        s = elliptical_fn(x, y, centre_x, centre_y, q, phi, sigma, kappa0)
+        return tuple([where(near, a, b) for a, b in zip(n, s)])  # noqa: B905 (numba)
+
+    @cache
+    def jax_factory():
+        jax = jax_runtime.load()
+        jnp = jax.numpy
+
+        def run(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
+            if jnp.ndim(e1) or jnp.ndim(e2):  # one ellipticity per point or row: blend
+                return blend(x, y, centre_x, centre_y, e1, e2, sigma, kappa0)
+            args = (x, y, centre_x, centre_y, e1, e2, sigma, kappa0)
+            shape = jnp.broadcast_shapes(*(jnp.shape(a) for a in args))
+            near, q, phi = _branch_parameters(e1, e2)
+            far = elliptical_fn(x, y, centre_x, centre_y, q, phi, sigma, kappa0)
+            far = tuple(jnp.broadcast_to(o, shape) for o in far)
+
+            # checkpointed: reverse mode then keeps only this branch's inputs as residuals; a
+            # cond's residuals are the union of both branches', zero-filled for the branch not
+            # taken, and the quadrature's (40 x points arrays) made every gradient 14x slower
+            @jax.checkpoint
+            def near_round(*a):
+                return tuple(jnp.broadcast_to(o, shape) for o in near_round_fn(*a))
+
+            def skipped(*a):
+                return tuple(jnp.zeros(shape, o.dtype) for o in far)
+
+            close = jax.lax.cond(near, near_round, skipped, *args)
+            return tuple(where(near, a, b) for a, b in zip(close, far, strict=True))
+
+        return run
+
+    return make_op(name, blend, jax_factory, blend, inline=False)
+
+
+_deflections_by_form = _blend_by_form(
+    deflections_near_round, deflections_elliptical, "_deflections_by_form"
+)
+_hessian_by_form = _blend_by_form(hessian_near_round, hessian_elliptical, "_hessian_by_form")
+
+
 @pointwise
 def deflections(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
     """Deflections for any ellipticity ``|e| < 1``, arcsec: the near-round integral below
     ``E_SWITCH``, Shajib's formula above; differentiable in every parameter."""
-    near, q, phi = _branch_parameters(e1, e2)
-    nx, ny = deflections_near_round(x, y, centre_x, centre_y, e1, e2, sigma, kappa0)
-    sx, sy = deflections_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0)
-    return where(near, nx, sx), where(near, ny, sy)
+    return _deflections_by_form(x, y, centre_x, centre_y, e1, e2, sigma, kappa0)
 
 
 @pointwise
 def hessian(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
     """Hessian ``(psi_xx, psi_xy, psi_yy)`` for any ellipticity ``|e| < 1``."""
-    near, q, phi = _branch_parameters(e1, e2)
-    nxx, nxy, nyy = hessian_near_round(x, y, centre_x, centre_y, e1, e2, sigma, kappa0)
-    sxx, sxy, syy = hessian_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0)
-    return where(near, nxx, sxx), where(near, nxy, sxy), where(near, nyy, syy)
+    return _hessian_by_form(x, y, centre_x, centre_y, e1, e2, sigma, kappa0)
 
 
 @pointwise
@@ -404,16 +470,17 @@ def _potential_loop(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
 @cache
 def _potential_jax():
     jax = jax_runtime.load()
-    nodes, weights = _TS_T, _TS_W  # numpy: constants of whichever program traces them
 
     def pot(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
         dx = x - centre_x
         dy = y - centre_y
         ee, c2, inv_2s2, ex, ey, r2, tet = _potential_setup(dx, dy, e1, e2, sigma)
-        terms = jax.vmap(lambda u: _potential_node(dx, dy, ee, c2, inv_2s2, ex, ey, r2, tet, u))(
-            nodes
-        )
-        return kappa0 * sigma * sigma * jax.numpy.tensordot(weights, terms, axes=1)
+
+        def node(u):
+            return (_potential_node(dx, dy, ee, c2, inv_2s2, ex, ey, r2, tet, u),)
+
+        (total,) = _scan_rule(jax, _TS_T, _TS_W, node, dx + 0.0 * dy, 1)
+        return kappa0 * sigma * sigma * total
 
     return pot
 
