@@ -40,7 +40,7 @@ import numpy as np
 from twinlens.backend import jax_runtime
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
-from twinlens.kernels.faddeeva import make_complex, wofz
+from twinlens.kernels.faddeeva import wofz_upper
 from twinlens.kernels.geometry import (
     from_profile_frame,
     hessian_from_profile_frame,
@@ -49,12 +49,11 @@ from twinlens.kernels.geometry import (
 from twinlens.kernels.ops import (
     arctan2,
     exp,
+    exp_vectorised,
     expm1,
-    imag,
     make_op,
     pi,
     pointwise,
-    real,
     sqrt,
     where,
 )
@@ -179,11 +178,11 @@ def _shajib_terms(xp, yp, q, shape, sigma, kappa0):
     ys = where(yp >= 0.0, 1.0, -1.0)
     big_x = p * xp
     big_y = p * ys * yp
-    w1 = wofz(make_complex(big_x, big_y))
-    w2 = wofz(make_complex(q * big_x, big_y * inv_q))
-    damp = exp(-big_x * big_x * one_m_q2 - big_y * big_y * (inv_q * inv_q - 1.0))
-    vs_re = imag(w1) - damp * imag(w2)
-    vs_im = (damp * real(w2) - real(w1)) * ys
+    w1r, w1i = wofz_upper(big_x, big_y)
+    w2r, w2i = wofz_upper(q * big_x, big_y * inv_q)
+    damp = exp_vectorised(-big_x * big_x * one_m_q2 - big_y * big_y * (inv_q * inv_q - 1.0))
+    vs_re = w1i - damp * w2i
+    vs_im = (damp * w2r - w1r) * ys
     pref = kappa0 * s_ * pref_unit
     return pref * vs_re, -pref * vs_im, vs_re, vs_im, s_
 
