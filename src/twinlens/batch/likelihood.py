@@ -171,22 +171,25 @@ class ImagingLikelihood(ValueIdentity):
         return values
 
     def _array_chunk(self, values: np.ndarray, backend: str) -> np.ndarray:
-        valid = self._validity(values)
-        safe = np.where(valid[:, None], values, self.reference[None, :])
-        columns = {p: batched(safe[:, j]) for j, p in enumerate(self.free)}
-        tracer = set_paths(self.model, columns, False)
+        valid, tracer = self._validity(values)
+        if not valid.all():  # rebuild with the reference in the invalid rows
+            safe = np.where(valid[:, None], values, self.reference[None, :])
+            columns = {p: batched(safe[:, j]) for j, p in enumerate(self.free)}
+            tracer = set_paths(self.model, columns, False)
         log_l = solve_and_score(blurred_terms(tracer, self.dataset, backend), self.dataset, backend)
         result = np.broadcast_to(np.asarray(log_l[0], dtype=float).reshape(-1), valid.shape)
         return np.where(valid, result, -np.inf)
 
-    def _validity(self, values: np.ndarray) -> np.ndarray:
+    def _validity(self, values: np.ndarray) -> tuple[np.ndarray, Tracer]:
+        """Which rows are inside every parameter's range, and the model built from them (the
+        one to evaluate when every row is valid: one rebuild per call instead of two)."""
         columns = {p: batched(values[:, j]) for j, p in enumerate(self.free)}
         valid = np.all(np.isfinite(values), axis=1)
         with np.errstate(all="ignore"), collect_validity() as conditions:
-            set_paths(self.model, columns, False)
+            tracer = set_paths(self.model, columns, False)
         for c in conditions:
             valid &= np.broadcast_to(np.asarray(c, dtype=bool).reshape(-1), valid.shape)
-        return valid
+        return valid, tracer
 
     def _jax_chunk(self, values: np.ndarray, size: int) -> np.ndarray:
         n = values.shape[0]
