@@ -1,4 +1,5 @@
-"""Shared timing helpers for the benchmarks: medians after warm-up, JAX compile time apart."""
+"""Shared timing helpers for the benchmarks: medians after warm-up, JAX compile time apart, CPU
+time beside wall time, and the machine's load average on every JSON line."""
 
 from __future__ import annotations
 
@@ -51,18 +52,69 @@ def median_and_min_ms(fn: Callable[[], Any], repeats: int = 7, warmup: int = 2) 
     return {"median_ms": 1e3 * statistics.median(times), "min_ms": 1e3 * min(times)}
 
 
+def measure(
+    fn: Callable[[], Any], repeats: int = 7, warmup: int = 1, per_call: int = 1
+) -> dict[str, Any]:
+    """Wall and CPU time of ``fn`` after ``warmup`` calls, over ``repeats`` timed calls.
+
+    Returns ``wall_median_ms`` and ``wall_min_ms`` (per call, divided by ``per_call`` when one
+    call does ``per_call`` units of work), ``cpu_ms`` (``time.process_time`` of the whole
+    process, every thread included, over the timed calls, per call: near ``wall`` times the
+    threads in use on an idle machine, below it when other work takes the cores) and ``calls``.
+    """
+    for _ in range(warmup):
+        block(fn())
+    times = []
+    cpu0 = time.process_time()
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        block(fn())
+        times.append(time.perf_counter() - t0)
+    cpu = (time.process_time() - cpu0) / repeats
+    scale = 1e3 / per_call
+    return {
+        "wall_median_ms": scale * statistics.median(times),
+        "wall_min_ms": scale * min(times),
+        "cpu_ms": scale * cpu,
+        "calls": repeats,
+    }
+
+
+def repeats_for(seconds_per_call: float, budget_s: float, least: int = 3, most: int = 15) -> int:
+    """Timed calls that fit in ``budget_s`` seconds, at least ``least`` and at most ``most``."""
+    if seconds_per_call <= 0:
+        return most
+    return max(least, min(most, int(budget_s / seconds_per_call)))
+
+
+def load_average() -> list[float]:
+    """The machine's 1, 5 and 15 minute load averages (runnable processes; compare with the
+    number of cores)."""
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return []
+
+
 def emit(**fields: Any) -> None:
-    """Print one JSON line."""
+    """Print one JSON line, with the machine's load average added (``loadavg``)."""
+    fields.setdefault("loadavg", load_average())
     print(json.dumps(fields), flush=True)
 
 
 def run_case_in_fresh_process(
-    script: str, workload: str, case: str, quick: bool, env: dict | None = None
+    script: str,
+    workload: str,
+    case: str,
+    quick: bool,
+    env: dict | None = None,
+    extra: list[str] | None = None,
 ) -> list[dict]:
     """Run ``script --case case`` in a new interpreter (no compiled program, thread pool or
     cache of one case helps another), print its JSON lines and return them; a failed case
-    prints one line with the end of its error."""
+    prints one line with the end of its error. ``extra`` arguments are passed on."""
     command = [sys.executable, script, "--case", case] + (["--quick"] if quick else [])
+    command += extra or []
     environment = {**os.environ, **(env or {})}
     out = subprocess.run(command, capture_output=True, text=True, check=False, env=environment)
     if out.returncode:

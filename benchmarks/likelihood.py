@@ -1,0 +1,319 @@
+"""W5 and W6 of the design: the imaging log-likelihood, one evaluation and batches, on every
+backend and, where installed, on the peers, all in one run.
+
+    python benchmarks/likelihood.py                    # W5 and W6, ours and the peers found
+    python benchmarks/likelihood.py --quick            # fewer repeats, batch 64 only
+    python benchmarks/likelihood.py --workloads W5     # one workload
+    python benchmarks/likelihood.py --no-peers         # ours only
+
+The workloads are :func:`workloads.w5_likelihood` and :func:`workloads.w6_likelihood`
+(:class:`twinlens.batch.ImagingLikelihood`, every free parameter in one vector). Each case runs
+in a fresh interpreter (numba's and XLA's thread pools, and the state one package leaves in the
+CPU, change another's speed) and prints one JSON line per measurement. Every call evaluates a
+new vector (16 vectors near the truth, in turn):
+
+* ``twinlens numpy`` and ``twinlens numba`` (1 and 2 threads): ``like(vector, backend)``;
+* ``twinlens jax-eager``: the model at one vector, with constant parameters, evaluated op by op
+  without ``jit`` (memo off: a constant model would otherwise be recalled whole);
+* ``twinlens jax-jit``: ``like(vector, "jax")``, a ``jax.jit`` program with the vector traced,
+  as a JAX search runs it (the JAX headline); its first call (trace, compile, one run) apart;
+* ``twinlens numba batch`` (1 and 2 threads) and ``twinlens jax batch``:
+  ``like.batch(vectors, backend)`` for 64 vectors (and 1024 without ``--quick``);
+* ``lenstronomy numpy``, ``jaxtronomy jit`` and ``jaxtronomy jit-vmap`` (a batch) where
+  installed (see :mod:`imaging_peers`), each with its chi-squared at the truth against ours.
+
+Lines give the time per call and ``ms_per_eval`` (per vector: the call's time over its batch).
+The last line of each workload gives, for each of our lines, each peer's ``ms_per_eval`` over
+ours (``speedup``, > 1 when ours is faster), measured in this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import itertools
+import sys
+import time
+from typing import Any
+
+from peers import Skip
+from timing import emit, first_call, measure, repeats_for, run_case_in_fresh_process
+from workloads import IMAGING, perturbed
+
+from twinlens import memo
+
+OURS = ("numpy", "numba", "jax", "numba-batch", "jax-batch")
+PEERS = (("lenstronomy", "numpy"), ("jaxtronomy", "jit"), ("jaxtronomy", "jit-vmap"))
+N_VECTORS = 16
+
+
+def batch_sizes(quick: bool) -> tuple[int, ...]:
+    return (64,) if quick else (64, 1024)
+
+
+def _budget(quick: bool) -> float:
+    return 3.0 if quick else 20.0
+
+
+def _line(workload: str, code: str, variant: str, **fields: Any) -> None:
+    threads, batch = fields.get("threads"), fields.get("batch")
+    name = f"{code} {variant}" + (f" {threads}t" if threads else "")
+    name += f" x{batch}" if batch else ""
+    if "wall_median_ms" in fields:
+        fields["ms_per_eval"] = fields["wall_median_ms"] / (batch or 1)
+        fields["evals_per_s"] = 1e3 / fields["ms_per_eval"]
+    emit(workload=workload, name=name, code=code, variant=variant, **fields)
+
+
+def _time(call: Any, quick: bool, least: int = 3) -> tuple[float, dict]:
+    """First call apart, then repeated calls within the budget."""
+    first = first_call(call)
+    once = first_call(call)
+    return first, measure(call, repeats_for(once, _budget(quick), least=least), warmup=0)
+
+
+def _memo() -> dict:
+    """The memo's hits and JAX folds so far in this process."""
+    stats = memo.stats()
+    return {"enabled": memo.enabled(), "hits": stats["hits"], "jax_folds": stats["jax_folds"]}
+
+
+def _numba_threads() -> list[int]:
+    from deflections import numba_threads
+
+    return numba_threads()
+
+
+def run_ours(workload: str, variant: str, quick: bool) -> None:
+    like = IMAGING[workload]()
+    vectors = perturbed(like, N_VECTORS)
+    turn = itertools.cycle(range(N_VECTORS))
+    common = {
+        "n_params": like.n_params,
+        "ray_traced_points": like.dataset.layout.n_points,
+    }
+    if variant in ("numpy", "numba"):
+        call = lambda: like(vectors[next(turn)], variant)  # noqa: E731
+        first = first_call(call)  # numba: compiles or loads its cache; W6: fills the memo
+        log_l = like(like.reference, variant)
+        if variant == "numpy":
+            timed = measure(call, repeats_for(first_call(call), _budget(quick)), warmup=0)
+            _line(
+                workload,
+                "twinlens",
+                variant,
+                **common,
+                first_call_s=first,
+                **timed,
+                log_l=log_l,
+                memo=_memo(),
+            )
+            return
+        import numba
+
+        for threads in _numba_threads():
+            numba.set_num_threads(threads)
+            _, timed = _time(call, quick)
+            _line(
+                workload,
+                "twinlens",
+                "numba",
+                threads=threads,
+                **common,
+                first_call_s=first,
+                **timed,
+                log_l=log_l,
+                memo=_memo(),
+            )
+    elif variant == "jax":
+        from twinlens.backend import jax_runtime
+        from twinlens.fit.likelihood import blurred_terms, solve_and_score
+
+        jax_runtime.load()
+        dataset = like.dataset
+        instances = [like.instance(v) for v in vectors]
+
+        def eager() -> Any:
+            tracer = instances[next(turn)]
+            return solve_and_score(blurred_terms(tracer, dataset, "jax"), dataset, "jax")[0]
+
+        with memo.disabled():
+            first, timed = _time(eager, quick)
+        _line(
+            workload,
+            "twinlens",
+            "jax-eager",
+            **common,
+            first_call_s=first,
+            **timed,
+            memo_enabled=False,
+        )
+        call = lambda: like(vectors[next(turn)], "jax")  # noqa: E731
+        first, timed = _time(call, quick)
+        _line(
+            workload,
+            "twinlens",
+            "jax-jit",
+            **common,
+            first_call_s=first,
+            compile_s=first - timed["wall_median_ms"] / 1e3,
+            **timed,
+            log_l=like(like.reference, "jax"),
+            memo=_memo(),
+        )
+    elif variant in ("numba-batch", "jax-batch"):
+        backend = variant.split("-")[0]
+        for n in batch_sizes(quick):
+            stack = perturbed(like, n, seed=n)
+            call = lambda s=stack: like.batch(s, backend)  # noqa: E731
+            chunk = min(like.chunk_size(backend), 1 << (n - 1).bit_length())
+            fields = {**common, "batch": n}
+            if backend == "jax":
+                first, timed = _time(call, quick, least=2)
+                _line(
+                    workload,
+                    "twinlens",
+                    "jax",
+                    **fields,
+                    chunk=chunk,
+                    first_call_s=first,
+                    compile_s=first - timed["wall_median_ms"] / 1e3,
+                    **timed,
+                )
+                continue
+            import numba
+
+            first = first_call(call)
+            for threads in _numba_threads():
+                numba.set_num_threads(threads)
+                _, timed = _time(call, quick, least=2)
+                _line(
+                    workload,
+                    "twinlens",
+                    "numba",
+                    threads=threads,
+                    **fields,
+                    first_call_s=first,
+                    **timed,
+                )
+    else:
+        raise SystemExit(f"unknown variant {variant!r}; choose from {', '.join(OURS)}")
+
+
+def run_peer(workload: str, code: str, variant: str, quick: bool) -> None:
+    import imaging_peers
+
+    like = IMAGING[workload]()
+    ours_chi2 = -2.0 * like(like.reference, "numba") - like.dataset.noise_normalization
+    try:
+        if code == "lenstronomy":
+            peer = imaging_peers.lenstronomy_w(like)
+        else:
+            peer = imaging_peers.jaxtronomy_w(like)
+    except Skip as why:
+        _line(workload, code, variant, skipped=str(why))
+        return
+    check = {
+        "version": peer["version"],
+        "chi2": peer["chi2"],
+        "twinlens_chi2": ours_chi2,
+        "chi2_rel_diff": imaging_peers.relative(peer["chi2"], ours_chi2),
+    }
+    if variant == "numpy":
+        first, timed = _time(peer["evaluate"], quick)
+        _line(workload, code, variant, first_call_s=first, **timed, **check)
+    elif variant == "jit":
+        first = peer["first_call_s"]
+        timed = measure(peer["jit"], repeats_for(first_call(peer["jit"]), _budget(quick)), 0)
+        _line(
+            workload,
+            code,
+            variant,
+            first_call_s=first,
+            compile_s=first - timed["wall_median_ms"] / 1e3,
+            **timed,
+            **check,
+        )
+    elif variant == "jit-vmap":
+        for n in batch_sizes(quick):
+            compiled = peer["batch_compile"](n)
+            need, have = compiled["memory_bytes"], imaging_peers.available_bytes()
+            if need is not None and have is not None and need > have / 2:
+                _line(
+                    workload,
+                    code,
+                    variant,
+                    batch=n,
+                    skipped="memory",
+                    xla_memory_gb=need / 2**30,
+                    available_gb=have / 2**30,
+                )
+                continue
+            t0 = time.perf_counter()
+            peer["batch"](n)  # the program compiled above
+            first = time.perf_counter() - t0 + compiled["compile_s"]
+            timed = measure(lambda n=n: peer["batch"](n), 2 if quick else 5, warmup=0)
+            _line(
+                workload,
+                code,
+                variant,
+                batch=n,
+                first_call_s=first,
+                compile_s=compiled["compile_s"],
+                **timed,
+            )
+    else:
+        raise SystemExit(f"unknown peer variant {variant!r}")
+
+
+def run_case(case: str, quick: bool) -> None:
+    """``W5:twinlens:numba`` or ``W5:jaxtronomy:jit``: one case, in this process."""
+    workload, code, variant = case.split(":")
+    if code == "twinlens":
+        run_ours(workload, variant, quick)
+    else:
+        run_peer(workload, code, variant, quick)
+
+
+def speedups(workload: str, lines: list[dict]) -> None:
+    """One line: for each of our lines, each peer's time per evaluation over ours."""
+    timed = [ln for ln in lines if "ms_per_eval" in ln and ln.get("workload") == workload]
+    ours = [ln for ln in timed if ln["code"] == "twinlens"]
+    theirs = [ln for ln in timed if ln["code"] != "twinlens"]
+    if not (ours and theirs):
+        return
+    table = {
+        o["name"]: {t["name"]: round(t["ms_per_eval"] / o["ms_per_eval"], 3) for t in theirs}
+        for o in ours
+    }
+    emit(workload=workload, case="speedup", speedup=table)
+
+
+def main(argv: list[str] | None = None, default: tuple[str, ...] = tuple(IMAGING)) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, batch 64 only")
+    parser.add_argument("--workloads", default=",".join(default), help="e.g. W5")
+    parser.add_argument("--no-peers", action="store_true", help="ours only")
+    parser.add_argument("--case", help="one case, in this process (W5:twinlens:numba)")
+    args = parser.parse_args(argv)
+    if args.case:
+        run_case(args.case, args.quick)
+        return
+    for workload in args.workloads.split(","):
+        if workload not in IMAGING:
+            raise SystemExit(f"unknown workload {workload!r}; choose from {', '.join(IMAGING)}")
+        lines: list[dict] = []
+        cases = [("twinlens", v) for v in OURS]
+        if not args.no_peers:
+            cases = list(PEERS) + cases
+        for code, variant in cases:
+            if code != "twinlens" and importlib.util.find_spec(code) is None:
+                emit(workload=workload, name=f"{code} {variant}", skipped="not installed")
+                continue
+            case = f"{workload}:{code}:{variant}"
+            lines += run_case_in_fresh_process(__file__, workload, case, args.quick)
+        speedups(workload, lines)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
