@@ -1,10 +1,11 @@
 """Adaptive oversampling on W5: ray-traced points against log-likelihood accuracy.
 
-The data are W5's lens and source simulated with 16 x 16 sub-pixels (so the data themselves
-are converged); the model is fitted (source intensity solved) on the same pixels with uniform
-n x n sub-pixels, and with :meth:`Grid2D.adaptive_to_tolerance` layouts chosen from the true
-image at several tolerances. Each line gives the points per evaluation and the log-likelihood's
-distance from the 8 x 8 and the 16 x 16 references.
+The data are W5's lens and source (:func:`workloads.w5_truth`) simulated with 16 x 16
+sub-pixels (so the data themselves are converged); the log-likelihood of the same model, at its
+true parameters, is evaluated on the same pixels with uniform n x n sub-pixels, and with
+:meth:`Grid2D.adaptive_to_tolerance` layouts chosen from the true image at several tolerances.
+Each line gives the points per evaluation and the log-likelihood's distance from the 8 x 8 and
+the 16 x 16 references.
 
 Run: ``cd benchmarks && python adaptive_oversampling.py``.
 """
@@ -15,21 +16,19 @@ from dataclasses import replace
 
 import numpy as np
 from timing import emit
-from w5 import PIXEL_SCALE, PSF_FWHM, PSF_SIZE, _dataset_and_truth, our_model, truth_tracer
+from workloads import IMAGE_SIDE, NOISE_SIGMA, PIXEL_SCALE, SEED, w5_psf, w5_truth
 
 from twinlens.fit.imaging import simulate
 from twinlens.fit.likelihood import FitImaging
-from twinlens.fit.psf import PSF
 from twinlens.grids import Grid2D
 
 
 def main() -> None:
-    truth = _dataset_and_truth(None)[1]
-    image_truth = truth_tracer(truth)
-    model = our_model(truth)
-    grid = Grid2D.uniform(100, PIXEL_SCALE, 1)
-    psf = PSF.gaussian(PSF_FWHM, PIXEL_SCALE, PSF_SIZE)
-    data = simulate(image_truth, replace(grid, sub_size=16), psf, noise_sigma=0.05, seed=1)
+    model = image_truth = w5_truth()
+    grid = Grid2D.uniform(IMAGE_SIDE, PIXEL_SCALE, 1)
+    data = simulate(
+        image_truth, replace(grid, sub_size=16), w5_psf(), noise_sigma=NOISE_SIGMA, seed=SEED
+    )
 
     def log_l(g: Grid2D) -> tuple[float, int]:
         d = data.with_grid(g)

@@ -57,6 +57,13 @@ def _budget(quick: bool) -> float:
     return 3.0 if quick else 20.0
 
 
+def _time(call: Any, quick: bool) -> tuple[float, dict]:
+    """The first call apart (it compiles), then as many calls as fit in the budget."""
+    first = first_call(call)
+    once = first_call(call)
+    return first, measure(call, repeats_for(once, _budget(quick)), warmup=0)
+
+
 def _line(wl: DeflectionWorkload, code: str, variant: str, points: int, **fields: Any) -> None:
     threads = fields.get("threads")
     name = f"{code} {variant}" + (f" {threads}t" if threads else "")
@@ -66,11 +73,8 @@ def _line(wl: DeflectionWorkload, code: str, variant: str, points: int, **fields
 def run_ours(wl: DeflectionWorkload, backend: str, quick: bool) -> None:
     xy = grid_points()
     profile = wl.profile()
-    budget = _budget(quick)
     if backend == "numpy":
-        call = lambda: profile.deflections(xy, backend="numpy")  # noqa: E731
-        first = first_call(call)
-        timed = measure(call, repeats_for(first, budget), warmup=0)
+        first, timed = _time(lambda: profile.deflections(xy, backend="numpy"), quick)
         _line(wl, "twinlens", "numpy", len(xy), first_call_s=first, **timed)
     elif backend == "numba":
         import numba
@@ -79,24 +83,18 @@ def run_ours(wl: DeflectionWorkload, backend: str, quick: bool) -> None:
         first = first_call(call)  # compiles, or loads numba's on-disk cache
         for threads in numba_threads():
             numba.set_num_threads(threads)
-            once = first_call(call)
-            timed = measure(call, repeats_for(once, budget), warmup=1)
+            _, timed = _time(call, quick)
             _line(wl, "twinlens", "numba", len(xy), threads=threads, first_call_s=first, **timed)
     elif backend == "jax":
         jax = jax_runtime.load()  # float64 on before any JAX array is made
         xj = jax.numpy.asarray(xy)
-        eager = lambda: profile.deflections(xj, backend="jax")  # noqa: E731
-        first = first_call(eager)
-        timed = measure(eager, repeats_for(first, budget), warmup=1)
+        first, timed = _time(lambda: profile.deflections(xj, backend="jax"), quick)
         _line(wl, "twinlens", "jax-eager", len(xy), first_call_s=first, **timed)
 
         build = wl.build
         fn = jax.jit(lambda p, xy: build(p).deflections(xy, backend="jax"))
         p = jax.numpy.asarray(wl.vector())
-        traced = lambda: fn(p, xj)  # noqa: E731
-        first = first_call(traced)
-        once = first_call(traced)
-        timed = measure(traced, repeats_for(once, budget), warmup=0)
+        first, timed = _time(lambda: fn(p, xj), quick)
         compile_s = first - timed["wall_median_ms"] / 1e3
         _line(
             wl,
@@ -123,9 +121,7 @@ def run_peer(wl: DeflectionWorkload, code: str, variant: str, quick: bool) -> No
         _line(wl, code, variant, len(xy), skipped=str(why))
         return
     call = peer["call"]
-    first = first_call(call)
-    once = first_call(call)
-    timed = measure(call, repeats_for(once, _budget(quick)), warmup=0)
+    first, timed = _time(call, quick)
     ours = np.asarray(profile.deflections(xy, backend="numba"))
     theirs = as_xy(call(), yx=peer["yx"])
     fields: dict[str, Any] = {"version": peer["version"], "profile": peer["profile"]}

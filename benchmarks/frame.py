@@ -1,4 +1,4 @@
-"""Dispatch cost of the simplest kernel on the design's 400x400 grid, per backend.
+"""Dispatch cost of the simplest kernel on the design's 400x400 grid (pixel centres), per backend.
 
     python benchmarks/frame.py
 
@@ -7,15 +7,14 @@ One JSON line per backend: first call (compile + run) and steady-state median, s
 
 from __future__ import annotations
 
-import numpy as np
 from timing import emit, first_call, median_time
+from workloads import grid_points
 
 from twinlens.kernels.geometry import TO_PROFILE_FRAME
 
 
 def main() -> None:
-    g = np.linspace(-5, 5, 400)
-    x, y = (a.ravel() for a in np.meshgrid(g, g))
+    x, y = grid_points().T.copy()
     kernel = TO_PROFILE_FRAME
     for backend in ("numpy", "numba", "jax"):
         xs, ys = x, y

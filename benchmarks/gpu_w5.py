@@ -1,5 +1,8 @@
 """W5 batch throughput on a GPU: evaluations per second and memory per evaluation.
 
+W5 is :func:`workloads.w5_likelihood` (``--smoke``: the same model on 20 x 20 pixels with 2 x 2
+sub-pixels).
+
 For batches of 64 to 16,384 parameter vectors (float64), one JSON line each: the first call
 (compile included), the steady-state time (median of repeats), evaluations per second, the
 chunk size the memory budget chose, and XLA's memory estimate for one chunk's program divided
@@ -18,40 +21,13 @@ import time
 
 import numpy as np
 from timing import call_times, emit
+from workloads import w5_likelihood
 
 from twinlens import memo
 from twinlens.backend import jax_runtime
-from twinlens.batch import ImagingLikelihood
 from twinlens.batch.likelihood import _jax_batch, vmap_width
-from twinlens.fit.imaging import simulate
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
-from twinlens.grids import Grid2D
-from twinlens.light import LinearSersic, Sersic
-from twinlens.mass import SIE, ExternalShear
-from twinlens.model import parameter_paths
 
 BUDGET_S = 270.0
-
-
-def w5_likelihood(n_pix: int, sub: int) -> ImagingLikelihood:
-    scale = 0.05 * 100 / n_pix
-    grid = Grid2D.uniform(n_pix, scale, sub)
-    psf = PSF.gaussian(0.1, scale, 21 if n_pix >= 50 else 5)
-    lens = Galaxy(
-        mass=(
-            SIE.from_axis_ratio((0.0, 0.0), einstein_radius=1.2, q=0.75, angle=20.0),
-            ExternalShear(0.03, -0.02),
-        )
-    )
-    shape = dict(
-        centre=(0.05, 0.1), ell_comps=(-0.088, 0.153), effective_radius=0.3, sersic_index=1.5
-    )
-    truth = Tracer(lens, Galaxy(light=Sersic(**shape, intensity=0.35)))
-    dataset = simulate(truth, grid, psf, noise_sigma=0.05, seed=1)
-    model = Tracer(lens, Galaxy(light=LinearSersic(**shape)))
-    free = tuple(p for p in parameter_paths(model) if "origin" not in p)
-    return ImagingLikelihood(dataset, model, free)
 
 
 def main() -> None:

@@ -1,10 +1,10 @@
 """W6: the memo and the JAX fold, memo on against memo off, in one run.
 
-W6 is W5 (100 x 100 pixels at 0.05", 4 x 4 oversampling, SIE + external shear, elliptical
-Sersic source with its intensity solved, 21 x 21 Gaussian PSF, noise 0.05) with a lens light of
-30 fixed elliptical Gaussians (an MGE of a de Vaucouleurs profile, sigma 0.01"-5") whose mass,
-with one free mass-to-light ratio, joins the SIE. Its fields (the 30-Gaussian deflections, the
-lens-light image) are the memo's home case.
+W6 (:func:`workloads.w6_likelihood`) is W5 (100 x 100 pixels at 0.05", 4 x 4 oversampling,
+SIE + external shear, elliptical Sersic source, 21 x 21 Gaussian PSF, noise 0.05) with a lens
+light of 30 fixed elliptical Gaussians (an MGE of a de Vaucouleurs profile, sigma 0.01"-5")
+whose mass, with one free mass-to-light ratio, joins the SIE. Its fields (the 30-Gaussian
+deflections, the lens-light image) are the memo's home case.
 
 Each case runs in a fresh process (so that no program, compiled kernel or warm cache of one
 case helps another) and prints one JSON line:
@@ -33,56 +33,25 @@ from typing import Any
 
 import numpy as np
 from timing import block, call_times, emit, run_case_in_fresh_process
+from workloads import W6_MGE_PATH, w6_likelihood
 
 from twinlens import memo
 from twinlens.backend.concrete import batched
 from twinlens.batch import ImagingLikelihood
-from twinlens.fit.imaging import simulate
-from twinlens.fit.psf import PSF
 from twinlens.fit.tracer import Galaxy, Tracer
-from twinlens.grids import Grid2D
-from twinlens.kernels.gauss_decomposition import decompose_sersic
-from twinlens.light import LinearSersic, MGELight, Sersic
-from twinlens.mass import SIE, ExternalShear
-from twinlens.model import parameter_paths, set_paths
+from twinlens.model import set_paths
 
-N_PIX, PIXEL_SCALE, SUB_SIZE, NOISE, PSF_SIZE, PSF_FWHM = 100, 0.05, 4, 0.05, 21, 0.1
-N_GAUSSIANS, BATCH = 30, 16
-MGE_PATH = "lenses[0].mass[2]"
-RATIO = f"{MGE_PATH}.mass_to_light_ratio"
+BATCH = 16
+MGE_PATH = W6_MGE_PATH
 CENTRES = ("lenses[0].light[0].centre[0]", "lenses[0].light[0].centre[1]")
 CENTRES += (f"{MGE_PATH}.centre[0]", f"{MGE_PATH}.centre[1]")
 
 
-def lens_light() -> MGELight:
-    """30 Gaussians (sigma 0.01"-5") fitted to a de Vaucouleurs profile, R_eff 1", q about
-    0.9; peak surface brightness a few times the source's."""
-    peaks, sigmas = decompose_sersic(0.02, 1.0, 4.0, n_sigma=N_GAUSSIANS, sigma_range=(0.04, 20))
-    return MGELight(np.asarray(sigmas), np.asarray(peaks), (0.0, 0.0), (0.05, 0.03))
-
-
 def w6(free_centre: bool = False) -> ImagingLikelihood:
-    """The W6 likelihood (its data simulated with the memo off, so every case fits one set)."""
-    light = lens_light()
-    sie = SIE.from_axis_ratio(einstein_radius=1.0, q=0.8, angle=20.0)
-    lens = Galaxy(mass=(sie, ExternalShear(0.03, -0.02), light.to_mass(10.0)), light=light)
-    source = ((0.05, 0.1), (-0.088, 0.153), 0.3, 1.5)
-    grid = Grid2D.uniform(N_PIX, PIXEL_SCALE, SUB_SIZE)
-    psf = PSF.gaussian(PSF_FWHM, PIXEL_SCALE, PSF_SIZE)
-    with memo.disabled():
-        data = simulate(
-            Tracer(lens, Galaxy(light=Sersic(*source, 0.2))), grid, psf, noise_sigma=NOISE, seed=1
-        )
-    model = Tracer(lens, Galaxy(light=LinearSersic(*source)))
-    free = [
-        p
-        for p in parameter_paths(model)
-        if not p.startswith(("lenses[0].light", MGE_PATH)) and "origin" not in p
-    ]
-    free.append(RATIO)
-    if free_centre:
-        free += list(CENTRES)
-    return ImagingLikelihood(data, model, tuple(free))
+    """The W6 likelihood (:func:`workloads.w6_likelihood`; its data simulated with the memo
+    off, so every case fits one set), with the lens light's and its mass's centres free for the
+    control that cannot fold."""
+    return w6_likelihood(CENTRES if free_centre else ())
 
 
 # -- witnesses ----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ W5 and W6 are imaging log-likelihoods (:func:`w5_likelihood`, :func:`w6_likeliho
   R_eff 0.3", n 1.5) whose intensity is a free, non-linear parameter. The data are simulated
   from that truth (seed 1) and every scalar parameter of the model is free (14).
 * W6: W5 with a lens light: an MGE of 30 fixed elliptical Gaussians (fitted to a de Vaucouleurs
-  profile, sigma 0.02"-5"), whose mass, with one free mass-to-light ratio, joins the SIE and the
+  profile, sigma 0.01"-5"), whose mass, with one free mass-to-light ratio, joins the SIE and the
   shear. The free parameters are W5's and the ratio (15); the MGE's Gaussians, centre and
   ellipticity are fixed, so its fields are the memo's home case.
 
@@ -159,7 +159,7 @@ PSF_FWHM = 0.1  # arcsec
 NOISE_SIGMA = 0.05
 SEED = 1
 
-#: surface brightness at R_eff; the noiseless, blurred image then peaks at about 1
+#: surface brightness at R_eff; the noiseless, blurred image then peaks at about 2.8
 SOURCE_INTENSITY = 0.35
 #: the W6 lens light's Gaussians: a de Vaucouleurs profile (R_eff 1", intensity 0.02 at R_eff)
 LENS_LIGHT_GAUSSIANS = 30
@@ -193,9 +193,9 @@ def w5_grid(side: int = IMAGE_SIDE, sub_size: int = SUB_SIZE) -> Grid2D:
     return Grid2D.uniform(side, PIXEL_SCALE * IMAGE_SIDE / side, sub_size)
 
 
-def w5_psf(pixel_scale: float = PIXEL_SCALE) -> PSF:
+def w5_psf(pixel_scale: float = PIXEL_SCALE, size: int = PSF_SIZE) -> PSF:
     """21 x 21 Gaussian PSF of FWHM 0.1", normalised."""
-    return PSF.gaussian(PSF_FWHM, pixel_scale, PSF_SIZE)
+    return PSF.gaussian(PSF_FWHM, pixel_scale, size)
 
 
 def w5_truth() -> Tracer:
@@ -223,11 +223,12 @@ def simulate_dataset(truth: Tracer, side: int = IMAGE_SIDE, sub_size: int = SUB_
     """``truth`` observed on the W5 grid with the W5 PSF and noise (seed 1), computed with the
     numpy backend and the memo off, so that every process and every case fits the same data."""
     grid = w5_grid(side, sub_size)
+    psf_size = PSF_SIZE if side >= 2 * PSF_SIZE else 5  # smoke runs on tiny images
     with memo.disabled():
         return simulate(
             truth,
             grid,
-            w5_psf(grid.pixel_scale),
+            w5_psf(grid.pixel_scale, psf_size),
             noise_sigma=NOISE_SIGMA,
             seed=SEED,
             backend="numpy",
