@@ -36,7 +36,15 @@ from typing import Any
 
 import numpy as np
 from peers import DEFLECTION_PEERS, Skip, as_xy, deflection_peer, max_relative_difference
-from timing import emit, first_call, measure, repeats_for, run_case_in_fresh_process
+from timing import (
+    compile_estimate,
+    emit,
+    first_call,
+    measure,
+    repeats_for,
+    run_case_in_fresh_process,
+    threading_layer,
+)
 from workloads import DEFLECTIONS, DeflectionWorkload, grid_points
 
 from twinlens.backend import jax_runtime
@@ -84,7 +92,16 @@ def run_ours(wl: DeflectionWorkload, backend: str, quick: bool) -> None:
         for threads in numba_threads():
             numba.set_num_threads(threads)
             _, timed = _time(call, quick)
-            _line(wl, "twinlens", "numba", len(xy), threads=threads, first_call_s=first, **timed)
+            _line(
+                wl,
+                "twinlens",
+                "numba",
+                len(xy),
+                threads=threads,
+                layer=threading_layer(),
+                first_call_s=first,
+                **timed,
+            )
     elif backend == "jax":
         jax = jax_runtime.load()  # float64 on before any JAX array is made
         xj = jax.numpy.asarray(xy)
@@ -95,7 +112,7 @@ def run_ours(wl: DeflectionWorkload, backend: str, quick: bool) -> None:
         fn = jax.jit(lambda p, xy: build(p).deflections(xy, backend="jax"))
         p = jax.numpy.asarray(wl.vector())
         first, timed = _time(lambda: fn(p, xj), quick)
-        compile_s = first - timed["wall_median_ms"] / 1e3
+        compile_s = compile_estimate(first, timed)
         _line(
             wl,
             "twinlens",
@@ -126,7 +143,7 @@ def run_peer(wl: DeflectionWorkload, code: str, variant: str, quick: bool) -> No
     theirs = as_xy(call(), yx=peer["yx"])
     fields: dict[str, Any] = {"version": peer["version"], "profile": peer["profile"]}
     if variant == "jit":
-        fields["compile_s"] = first - timed["wall_median_ms"] / 1e3
+        fields["compile_s"] = compile_estimate(first, timed)
     _line(
         wl,
         code,

@@ -37,7 +37,15 @@ import time
 from typing import Any
 
 from peers import Skip
-from timing import emit, first_call, measure, repeats_for, run_case_in_fresh_process
+from timing import (
+    compile_estimate,
+    emit,
+    first_call,
+    measure,
+    repeats_for,
+    run_case_in_fresh_process,
+    threading_layer,
+)
 from workloads import IMAGING, perturbed
 
 from twinlens import memo
@@ -119,6 +127,7 @@ def run_ours(workload: str, variant: str, quick: bool) -> None:
                 "twinlens",
                 "numba",
                 threads=threads,
+                layer=threading_layer(),
                 **common,
                 first_call_s=first,
                 **timed,
@@ -146,7 +155,7 @@ def run_ours(workload: str, variant: str, quick: bool) -> None:
             **common,
             first_call_s=first,
             **timed,
-            memo_enabled=False,
+            memo={"enabled": False},
         )
         call = lambda: like(vectors[next(turn)], "jax")  # noqa: E731
         first, timed = _time(call, quick)
@@ -156,7 +165,7 @@ def run_ours(workload: str, variant: str, quick: bool) -> None:
             "jax-jit",
             **common,
             first_call_s=first,
-            compile_s=first - timed["wall_median_ms"] / 1e3,
+            compile_s=compile_estimate(first, timed),
             **timed,
             log_l=like(like.reference, "jax"),
             memo=_memo(),
@@ -177,7 +186,7 @@ def run_ours(workload: str, variant: str, quick: bool) -> None:
                     **fields,
                     chunk=chunk,
                     first_call_s=first,
-                    compile_s=first - timed["wall_median_ms"] / 1e3,
+                    compile_s=compile_estimate(first, timed),
                     **timed,
                 )
                 continue
@@ -192,6 +201,7 @@ def run_ours(workload: str, variant: str, quick: bool) -> None:
                     "twinlens",
                     "numba",
                     threads=threads,
+                    layer=threading_layer(),
                     **fields,
                     first_call_s=first,
                     **timed,
@@ -230,7 +240,7 @@ def run_peer(workload: str, code: str, variant: str, quick: bool) -> None:
             code,
             variant,
             first_call_s=first,
-            compile_s=first - timed["wall_median_ms"] / 1e3,
+            compile_s=compile_estimate(first, timed),
             **timed,
             **check,
         )

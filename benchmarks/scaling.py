@@ -28,7 +28,15 @@ import sys
 from typing import Any
 
 import numpy as np
-from timing import emit, first_call, measure, repeats_for, run_case_in_fresh_process
+from timing import (
+    compile_estimate,
+    emit,
+    first_call,
+    measure,
+    repeats_for,
+    run_case_in_fresh_process,
+    threading_layer,
+)
 from workloads import DEFLECTIONS, grid_points, perturbed, w5_likelihood
 
 from twinlens.backend import jax_runtime
@@ -103,6 +111,7 @@ def w3(backend: str, quick: bool) -> None:
                     workload="W3",
                     name=name,
                     threads=threads,
+                    layer=threading_layer(),
                     points=len(xy),
                     first_call_s=first,
                     **timed,
@@ -123,7 +132,7 @@ def w3(backend: str, quick: bool) -> None:
             name="twinlens jax-jit",
             points=len(xy),
             first_call_s=first,
-            compile_s=first - timed["wall_median_ms"] / 1e3,
+            compile_s=compile_estimate(first, timed),
             **timed,
         )
     _fit_line("W3", "twinlens jax-jit", [len(g) for g in grids.values()], medians, "per_point_ns")
@@ -147,6 +156,7 @@ def w5(backend: str, quick: bool) -> None:
                     workload="W5",
                     name=name,
                     threads=threads,
+                    layer=threading_layer(),
                     batch=n,
                     first_call_s=first,
                     ms_per_member=timed["wall_median_ms"] / n,
@@ -166,7 +176,7 @@ def w5(backend: str, quick: bool) -> None:
             batch=n,
             chunk=chunk,
             first_call_s=first,
-            compile_s=first - timed["wall_median_ms"] / 1e3,
+            compile_s=compile_estimate(first, timed),
             ms_per_member=timed["wall_median_ms"] / n,
             **timed,
         )

@@ -80,6 +80,23 @@ def measure(
     }
 
 
+def compile_estimate(first_call_s: float, timed: dict[str, Any]) -> float:
+    """JAX's compile (and trace) seconds: the first call less the fastest steady call (the
+    median would carry more of the machine's load into the difference)."""
+    return first_call_s - timed["wall_min_ms"] / 1e3
+
+
+def threading_layer() -> str | None:
+    """numba's threading layer (``omp``, ``tbb`` or ``workqueue``), once a parallel kernel has
+    run in this process."""
+    try:
+        import numba
+
+        return numba.threading_layer()
+    except (ImportError, ValueError):
+        return None
+
+
 def repeats_for(seconds_per_call: float, budget_s: float, least: int = 3, most: int = 15) -> int:
     """Timed calls that fit in ``budget_s`` seconds, at least ``least`` and at most ``most``."""
     if seconds_per_call <= 0:
