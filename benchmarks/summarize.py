@@ -1,12 +1,12 @@
 """A table of a benchmark run: the JSON lines of ``deflections.py``, ``likelihood.py`` or
-``scaling.py`` (files, or standard input) as an reStructuredText list-table, one row per line.
+``scaling.py`` (files, or standard input) as a reStructuredText list-table, one row per line.
 
     python benchmarks/deflections.py > run.jsonl && python benchmarks/summarize.py run.jsonl
 
-Columns: the workload and line name, the median, minimum and CPU milliseconds per call (per
-vector for W5/W6 batches, beside the call's), the first call or, for JAX, the compile seconds,
-and each peer's median over ours from the run's ``speedup`` line. Skipped cases and the
-``fit`` lines of ``scaling.py`` are listed after the table.
+Columns: the workload and line name (the size is in the JSON line), the median, minimum and
+CPU milliseconds per call (for W5/W6 batches the median per vector too), the first call or, for
+JAX, the compile seconds, and each peer's median over ours from the run's ``speedup`` line.
+Skipped cases and the ``fit`` lines of ``scaling.py`` are listed after the table.
 """
 
 from __future__ import annotations
@@ -44,12 +44,10 @@ def _rows(lines: list[dict]) -> tuple[list[list[str]], list[str]]:
         first = ln.get("compile_s", ln.get("first_call_s"))
         label = "compile" if "compile_s" in ln else "first"
         ratios = speedups.get(ln["workload"], {}).get(ln["name"], {})
-        size = ln.get("points", batch)
         rows.append(
             [
                 ln["workload"],
                 ln["name"],
-                str(size),
                 median,
                 _ms(ln["wall_min_ms"]),
                 _ms(ln["cpu_ms"]),
@@ -63,7 +61,7 @@ def _rows(lines: list[dict]) -> tuple[list[list[str]], list[str]]:
 def table(lines: list[dict]) -> str:
     """The list-table and the notes below it, as text."""
     rows, notes = _rows(lines)
-    head = ["workload", "line", "size", "median ms", "min ms", "CPU ms", "first call / compile s"]
+    head = ["workload", "line", "median ms", "min ms", "CPU ms", "first call / compile s"]
     head.append("peer / ours")
     out = [".. list-table::", "   :header-rows: 1", ""]
     for row in [head, *rows]:
