@@ -22,12 +22,17 @@ def _ms(value: float | None) -> str:
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
 
 
+def _ratio(value: float) -> str:
+    return f"{value:.2g}" if value < 100 else f"{value:.0f}"
+
+
 def _rows(lines: list[dict]) -> tuple[list[list[str]], list[str]]:
     speedups = {ln["workload"]: ln["speedup"] for ln in lines if ln.get("case") == "speedup"}
     rows, notes = [], []
     for ln in lines:
         if "skipped" in ln:
-            notes.append(f"{ln['workload']} {ln['name']}: skipped ({ln['skipped']})")
+            why = ln["skipped"].split(". ")[0]
+            notes.append(f"{ln['workload']} {ln['name']}: skipped ({why})")
             continue
         if ln.get("case") == "fit":
             unit = "per_point_ns" if "per_point_ns" in ln else "per_member_ms"
@@ -52,7 +57,7 @@ def _rows(lines: list[dict]) -> tuple[list[list[str]], list[str]]:
                 _ms(ln["wall_min_ms"]),
                 _ms(ln["cpu_ms"]),
                 f"{label} {first:.2g}" if first is not None else "",
-                ", ".join(f"{k} {v:.2g}" for k, v in ratios.items()),
+                ", ".join(f"{k} {_ratio(v)}" for k, v in ratios.items()),
             ]
         )
     return rows, notes
