@@ -95,7 +95,7 @@ def _jaxtronomy(name: str, kwargs: dict, xy: np.ndarray) -> Callable[[], Any]:
     try:
         model = LensModel([name])
     except Exception as error:  # an unsupported profile is refused here
-        raise Skip(f"jaxtronomy has no {name}: {error}") from None
+        raise Skip(f"jaxtronomy has no {name}: {str(error).split('. ')[0]}") from None
     x, y = jnp.asarray(xy[:, 0]), jnp.asarray(xy[:, 1])
     fn = jax.jit(lambda x, y, kw: model.alpha(x, y, [kw]))
     kw = _jax_kwargs(kwargs)
