@@ -46,7 +46,7 @@ from timing import (
     run_case_in_fresh_process,
     threading_layer,
 )
-from workloads import IMAGING, perturbed
+from workloads import IMAGING, jax_chunks_seen, perturbed
 
 from twinlens import memo
 
@@ -175,16 +175,16 @@ def run_ours(workload: str, variant: str, quick: bool) -> None:
         for n in batch_sizes(quick):
             stack = perturbed(like, n, seed=n)
             call = lambda s=stack: like.batch(s, backend)  # noqa: E731
-            chunk = min(like.chunk_size(backend), 1 << (n - 1).bit_length())
             fields = {**common, "batch": n}
             if backend == "jax":
-                first, timed = _time(call, quick, least=2)
+                with jax_chunks_seen() as chunks:
+                    first, timed = _time(call, quick, least=2)
                 _line(
                     workload,
                     "twinlens",
                     "jax",
                     **fields,
-                    chunk=chunk,
+                    chunk=max(chunks, default=None),
                     first_call_s=first,
                     compile_s=compile_estimate(first, timed),
                     **timed,

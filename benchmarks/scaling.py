@@ -12,8 +12,8 @@ Cases, each in a fresh interpreter:
   ``jax.jit`` with the profile's parameters traced (one program per size, its first call apart);
 * ``W5:numba`` / ``W5:jax``: ``ImagingLikelihood.batch(vectors, backend)`` of the W5 likelihood
   (:func:`workloads.w5_likelihood`) for batches of 1, 8, 64 and 512 vectors near the truth (the
-  library's own chunking: chunks of 8 for numba, one ``jit``-compiled chunk per power of two
-  for JAX, whose first call per size is reported apart).
+  library's own chunking: chunks of 8 for numba; for JAX the chunk its memory budget allows,
+  ``chunk`` in the line, each chunk shape compiled on its first call, reported apart).
 
 One JSON line per size, then one ``fit`` line per case from a linear fit
 ``time = overhead + size * per_unit`` over the sizes (the residuals weighted by each time, so
@@ -37,7 +37,7 @@ from timing import (
     run_case_in_fresh_process,
     threading_layer,
 )
-from workloads import DEFLECTIONS, grid_points, perturbed, w5_likelihood
+from workloads import DEFLECTIONS, grid_points, jax_chunks_seen, perturbed, w5_likelihood
 
 from twinlens.backend import jax_runtime
 
@@ -167,14 +167,14 @@ def w5(backend: str, quick: bool) -> None:
     jax_runtime.load()
     medians = []
     for n, stack in stacks.items():
-        chunk = min(like.chunk_size("jax"), 1 << (n - 1).bit_length())
-        first, timed = _timed(lambda s=stack: like.batch(s, "jax"), quick)
+        with jax_chunks_seen() as chunks:
+            first, timed = _timed(lambda s=stack: like.batch(s, "jax"), quick)
         medians.append(timed["wall_median_ms"])
         emit(
             workload="W5",
             name="twinlens jax",
             batch=n,
-            chunk=chunk,
+            chunk=max(chunks, default=None),
             first_call_s=first,
             compile_s=compile_estimate(first, timed),
             ms_per_member=timed["wall_median_ms"] / n,

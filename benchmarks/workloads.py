@@ -23,7 +23,8 @@ The values are float64 throughout.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -259,6 +260,27 @@ def perturbed(like: ImagingLikelihood, n: int, scale: float = 1e-4, seed: int = 
     """``n`` vectors near the truth: each free value plus ``scale`` times N(0, 1)."""
     rng = np.random.default_rng(seed)
     return like.reference + scale * rng.standard_normal((n, like.n_params))
+
+
+@contextlib.contextmanager
+def jax_chunks_seen() -> Iterator[list[int]]:
+    """The chunk sizes the library compiles for JAX batches inside the block (its choice, which
+    depends on the memory budget and the batch size), read from its per-chunk call."""
+    seen: list[int] = []
+    original = getattr(ImagingLikelihood, "_jax_chunk", None)
+    if original is None:
+        yield seen
+        return
+
+    def spy(self: ImagingLikelihood, values: Any, size: int) -> Any:
+        seen.append(int(size))
+        return original(self, values, size)
+
+    ImagingLikelihood._jax_chunk = spy  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        ImagingLikelihood._jax_chunk = original  # type: ignore[method-assign]
 
 
 IMAGING = {"W5": w5_likelihood, "W6": w6_likelihood}
