@@ -17,6 +17,9 @@ case helps another) and prints one JSON line:
   ``jax-off``);
 * ``jax-free-centre``: the lens light's and the MGE mass's centres free, so their fields depend
   on traced values and fall through (``jax_folds`` 0, same log-likelihood);
+* ``jax-free-part``: what the fold cannot remove. The equations and the compile time of three
+  single-vector programs built in one process, memo off, memo on, and the free part alone (W6
+  without the lens light and its mass: the SIE, shear and source with the same free values);
 * ``numba-off`` / ``numba-on``: repeated evaluations of one vector and of batches, and the
   lens-light part alone (the MGE deflections and the lens-light image, through the tracer).
 
@@ -198,12 +201,58 @@ def numba_case(case: str, repeats: int) -> None:
     )
 
 
-CASES = ("jax-off", "jax-on", "jax-killswitch", "jax-free-centre", "numba-off", "numba-on")
+def free_part_case(repeats: int) -> None:
+    """Equations and compile seconds of W6 memo off, W6 memo on and W6's free part alone,
+    interleaved ``repeats`` times (minimum compile kept): the fold's floor is the free part."""
+    from twinlens.backend import jax_runtime
+
+    jax = jax_runtime.load()
+    like = w6()
+    lens = like.model.lenses[0]
+    free_model = Tracer(Galaxy(mass=lens.mass[:2]), like.model.sources)
+    free = tuple(p for p in like.free if not p.startswith(MGE_PATH))
+    alone = ImagingLikelihood(like.dataset, free_model, free)
+    programs = {"memo_off": (like, False), "memo_on": (like, True), "free_part": (alone, True)}
+    eqns: dict[str, int] = {}
+    compile_s: dict[str, list[float]] = collections.defaultdict(list)
+    for _ in range(max(2, repeats // 3)):
+        for name, (likelihood, on) in programs.items():
+            memo.clear()
+            with contextlib.nullcontext() if on else memo.disabled():
+                jaxpr = jax.make_jaxpr(likelihood._single_jax)(likelihood.reference).jaxpr
+                eqns[name] = count_equations(jaxpr)
+                lowered = jax.jit(likelihood._single_jax).lower(likelihood.reference)
+                t0 = time.perf_counter()
+                lowered.compile()
+                compile_s[name].append(time.perf_counter() - t0)
+    fixed = eqns["memo_off"] - eqns["free_part"]
+    emit(
+        workload="W6",
+        case="jax-free-part",
+        eqns=eqns,
+        compile_s={k: min(v) for k, v in compile_s.items()},
+        fixed_input_eqns=fixed,
+        fixed_input_eqns_removed=(eqns["memo_off"] - eqns["memo_on"]) / fixed,
+        eqns_left_beyond_free_part=eqns["memo_on"] - eqns["free_part"],
+    )
+
+
+CASES = (
+    "jax-off",
+    "jax-on",
+    "jax-killswitch",
+    "jax-free-centre",
+    "jax-free-part",
+    "numba-off",
+    "numba-on",
+)
 
 
 def run_case(case: str, quick: bool) -> None:
     repeats = 3 if quick else 9
-    if case.startswith("jax"):
+    if case == "jax-free-part":
+        free_part_case(repeats)
+    elif case.startswith("jax"):
         jax_case(case, repeats)
     elif case.startswith("numba"):
         numba_case(case, repeats)
