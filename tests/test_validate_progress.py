@@ -150,3 +150,14 @@ def test_cli_jobs_must_be_positive(capsys):
         main(["validate", "--jobs", "0"])
     assert exit_.value.code == 2
     assert "expected a positive integer, got '0'" in capsys.readouterr().err
+
+
+def test_workers_keep_jax_programs_in_the_cache_folder(monkeypatch, tmp_path):
+    monkeypatch.delenv("TWINLENS_JAX_CACHE_DIR", raising=False)
+    monkeypatch.setenv("TWINLENS_CACHE_DIR", str(tmp_path))
+    assert validate.worker_jax_cache() == str(tmp_path / "jax")
+    monkeypatch.setenv("TWINLENS_JAX_CACHE_DIR", str(tmp_path / "mine"))
+    assert validate.worker_jax_cache() == str(tmp_path / "mine")  # the user's folder wins
+    monkeypatch.delenv("TWINLENS_JAX_CACHE_DIR")
+    monkeypatch.setenv("TWINLENS_NUMBA_CACHE", "0")
+    assert validate.worker_jax_cache() is None  # on-disk caches off: none for JAX either

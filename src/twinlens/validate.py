@@ -180,6 +180,23 @@ def select_kernels(names: Sequence[str] | None = None) -> list[Kernel]:
     return [k for k in kernels if k.name in wanted or k.name.split(".")[0] in wanted]
 
 
+def worker_jax_cache() -> str | None:
+    """The folder where worker processes keep their compiled JAX programs: the one
+    ``TWINLENS_JAX_CACHE_DIR`` names, else ``jax`` in twinlens' cache folder; None when
+    ``TWINLENS_NUMBA_CACHE=0`` turned twinlens' on-disk caches off.
+
+    Without it a second run compiles every JAX program again (the numba loops are on disk
+    already), about half of its time. A worker is a fresh process, so the setting stays in it;
+    validating in the calling process (``jobs=1``) uses the folder only where the user's
+    ``TWINLENS_JAX_CACHE_DIR`` says so."""
+    from twinlens.backend import numba_runtime
+
+    named = os.environ.get("TWINLENS_JAX_CACHE_DIR")
+    if named:
+        return named
+    return str(numba_runtime.cache_root() / "jax") if numba_runtime.cache_enabled() else None
+
+
 def default_jobs() -> int:
     """Worker processes for a default run: one per core this process may use, at most
     :data:`MAX_JOBS`."""
@@ -279,7 +296,10 @@ def _run_in_workers(
     # fresh interpreters, not forks: a fork of a process running JAX's or numba's threads
     # can deadlock
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(jobs, len(groups)), mp_context=context) as pool:
+    workers = min(jobs, len(groups))
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_start_worker, initargs=(worker_jax_cache(),)
+    ) as pool:
         pending = {
             pool.submit(_worker, [k.name for k in group], backends, seed, n_points, n_random)
             for group in groups
@@ -294,6 +314,11 @@ def _run_in_workers(
                 for name, rows in results:
                     if rows is not None:
                         record(name, rows)
+
+
+def _start_worker(jax_cache: str | None) -> None:
+    if jax_cache:  # read when the worker first loads JAX
+        os.environ["TWINLENS_JAX_CACHE_DIR"] = jax_cache
 
 
 def _worker(
