@@ -32,6 +32,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         n_points=args.points,
         kernels=[k.name for k in kernels],
         progress=progress,
+        full=args.full,
+        jobs=validate.default_jobs() if args.jobs is None else args.jobs,
     )
     failed = [r for r in rows if not r.passed]
     if args.json:
@@ -116,6 +118,16 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         )
         return 130
     return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def _usage_error(message: str) -> int:
@@ -213,6 +225,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="NAME",
         help="a kernel (isothermal.deflections) or family (isothermal) to check (repeatable)",
+    )
+    v.add_argument(
+        "--full",
+        action="store_true",
+        help="the full sweep: more random parameter sets per kernel (every special value of "
+        "every parameter is checked either way)",
+    )
+    v.add_argument(
+        "--jobs",
+        type=_positive_int,
+        metavar="N",
+        help="worker processes (default: one per core, at most 4; 1 checks in this process)",
     )
     v.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
     v.set_defaults(func=_cmd_validate)

@@ -4,15 +4,24 @@ Each kernel is evaluated over generated inputs (each special value of each param
 parameter draws, per-point inputs with every special value and with points tied to the centre)
 on every available backend, and each backend is compared with the numpy reference at the
 kernel's tolerance.
+
+The default check draws :data:`QUICK_RANDOM` random parameter sets per kernel beside the
+special values; ``full=True`` draws :data:`FULL_RANDOM`. Most of a first run is compiling (each
+kernel's numba loop, cached on disk afterwards, and its JAX program), which ``jobs`` spreads
+over worker processes.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib.util
+import multiprocessing
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from typing import TextIO
 
@@ -20,6 +29,14 @@ import numpy as np
 
 from twinlens.kernels.registry import Kernel, all_kernels, parameter_cases, sample_arguments
 from twinlens.kernels.tolerance import compare_outputs
+
+#: Random parameter draws per kernel in the default check and in the full one (``full=True``,
+#: ``twinlens validate --full``); every special value of every parameter is checked in both.
+QUICK_RANDOM = 2
+FULL_RANDOM = 8
+#: Worker processes a default ``twinlens validate`` starts at most (each holds its own
+#: compiled programs, about a gigabyte at its peak).
+MAX_JOBS = 4
 
 
 @dataclass(frozen=True)
@@ -47,7 +64,11 @@ def available_backends() -> list[str]:
 
 
 def validate_kernel(
-    kernel: Kernel, backends: list[str], seed: int = 0, n_points: int = 512, n_random: int = 8
+    kernel: Kernel,
+    backends: list[str],
+    seed: int = 0,
+    n_points: int = 512,
+    n_random: int = FULL_RANDOM,
 ) -> list[Row]:
     """Compare each backend in ``backends`` (other than numpy) with the numpy reference."""
     rng = np.random.default_rng(seed)
@@ -159,6 +180,33 @@ def select_kernels(names: Sequence[str] | None = None) -> list[Kernel]:
     return [k for k in kernels if k.name in wanted or k.name.split(".")[0] in wanted]
 
 
+def worker_jax_cache() -> str | None:
+    """The folder where worker processes keep their compiled JAX programs: the one
+    ``TWINLENS_JAX_CACHE_DIR`` names, else ``jax`` in twinlens' cache folder; None when
+    ``TWINLENS_NUMBA_CACHE=0`` turned twinlens' on-disk caches off.
+
+    Without it a second run compiles every JAX program again (the numba loops are on disk
+    already), about half of its time. A worker is a fresh process, so the setting stays in it;
+    validating in the calling process (``jobs=1``) uses the folder only where the user's
+    ``TWINLENS_JAX_CACHE_DIR`` says so."""
+    from twinlens.backend import numba_runtime
+
+    named = os.environ.get("TWINLENS_JAX_CACHE_DIR")
+    if named:
+        return named
+    return str(numba_runtime.cache_root() / "jax") if numba_runtime.cache_enabled() else None
+
+
+def default_jobs() -> int:
+    """Worker processes for a default run: one per core this process may use, at most
+    :data:`MAX_JOBS`."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_JOBS))
+
+
 def run(
     backends: list[str] | None = None,
     seed: int = 0,
@@ -166,32 +214,124 @@ def run(
     *,
     kernels: Sequence[str] | None = None,
     progress: Callable[[Step], object] | None = None,
+    full: bool = False,
+    jobs: int = 1,
 ) -> list[Row]:
     """Validate the registered kernels (all, or those ``kernels`` names: see
-    :func:`select_kernels`); returns the report rows.
+    :func:`select_kernels`); returns the report rows, in the registry's order.
 
-    ``progress``, when given, is called after each kernel with a :class:`Step` (a full run
-    takes minutes on a cold numba cache; :func:`print_progress` writes one line per step)."""
+    ``full`` draws :data:`FULL_RANDOM` random parameter sets per kernel instead of
+    :data:`QUICK_RANDOM` (the special values are checked either way). ``jobs`` above 1
+    validates in that many worker processes, each kernel's numba loop and JAX program compiled
+    in one of them; a kernel the workers do not know (registered in this process only) is
+    validated here. The rows are the same for any ``jobs``.
+
+    ``progress``, when given, is called after each kernel with a :class:`Step` (a first run
+    takes minutes, compiling; :func:`print_progress` writes one line per step). With several
+    jobs the steps come in the order the kernels finish."""
     backends = backends or available_backends()
     chosen = select_kernels(kernels)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive int, got {jobs!r}")
+    n_random = FULL_RANDOM if full else QUICK_RANDOM
     start = time.perf_counter()
-    rows: list[Row] = []
-    for done, kernel in enumerate(chosen, 1):
-        usable = [b for b in backends if b in kernel.backends]
-        missing = [b for b in backends if b not in kernel.backends]
-        these = validate_kernel(kernel, usable, seed=seed, n_points=n_points)
-        _release_jax_programs()
-        these += [
-            Row(kernel.name, f"{b} vs numpy", float("nan"), float("nan"), kernel.tol.rtol,
-                kernel.tol.atol, False, 0, error=f"no {b} implementation")
-            for b in missing
-        ]  # fmt: skip
-        rows += these
+    done: dict[str, list[Row]] = {}
+
+    def record(name: str, rows: list[Row]) -> None:
+        done[name] = rows
         if progress is not None:
-            progress(
-                Step(done, len(chosen), kernel.name, tuple(these), time.perf_counter() - start)
-            )
+            elapsed = time.perf_counter() - start
+            progress(Step(len(done), len(chosen), name, tuple(rows), elapsed))
+
+    groups = _groups(chosen)
+    if jobs > 1 and len(groups) > 1:
+        _run_in_workers(groups, backends, seed, n_points, n_random, jobs, record)
+    for kernel in chosen:  # everything, serially; what the workers did is skipped
+        if kernel.name not in done:
+            record(kernel.name, _validate_one(kernel, backends, seed, n_points, n_random))
+    return [row for kernel in chosen for row in done[kernel.name]]
+
+
+def _validate_one(
+    kernel: Kernel, backends: list[str], seed: int, n_points: int, n_random: int
+) -> list[Row]:
+    usable = [b for b in backends if b in kernel.backends]
+    missing = [b for b in backends if b not in kernel.backends]
+    rows = validate_kernel(kernel, usable, seed=seed, n_points=n_points, n_random=n_random)
+    _release_jax_programs()
+    rows += [
+        Row(kernel.name, f"{b} vs numpy", float("nan"), float("nan"), kernel.tol.rtol,
+            kernel.tol.atol, False, 0, error=f"no {b} implementation")
+        for b in missing
+    ]  # fmt: skip
     return rows
+
+
+def _groups(kernels: list[Kernel]) -> list[list[Kernel]]:
+    """The kernels in groups that one worker validates together, largest group first.
+
+    A group is a family's quantity (``multipole_ell_m3.deflections``, ``_closed`` and
+    ``_near_round``): a blended kernel's numba implementation runs its exact forms' loops, and
+    in one process those compile once, where two processes would compile them twice at the
+    same time. The larger groups are the slower ones, so they start first."""
+    by_key: dict[str, list[Kernel]] = {}
+    for kernel in kernels:
+        family, _, function = kernel.name.partition(".")
+        by_key.setdefault(f"{family}.{function.split('_')[0]}", []).append(kernel)
+    return sorted(by_key.values(), key=len, reverse=True)
+
+
+def _run_in_workers(
+    groups: list[list[Kernel]],
+    backends: list[str],
+    seed: int,
+    n_points: int,
+    n_random: int,
+    jobs: int,
+    record: Callable[[str, list[Row]], None],
+) -> None:
+    """Validate ``groups`` in ``jobs`` fresh processes, passing each kernel's rows to
+    ``record`` as its group comes back. A kernel a worker does not know, and every kernel of a
+    group whose worker died, is left to the caller."""
+    # fresh interpreters, not forks: a fork of a process running JAX's or numba's threads
+    # can deadlock
+    context = multiprocessing.get_context("spawn")
+    workers = min(jobs, len(groups))
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_start_worker, initargs=(worker_jax_cache(),)
+    ) as pool:
+        pending = {
+            pool.submit(_worker, [k.name for k in group], backends, seed, n_points, n_random)
+            for group in groups
+        }
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                try:
+                    results = future.result()
+                except BrokenProcessPool:
+                    continue  # the caller validates this group in its own process
+                for name, rows in results:
+                    if rows is not None:
+                        record(name, rows)
+
+
+def _start_worker(jax_cache: str | None) -> None:
+    if jax_cache:  # read when the worker first loads JAX
+        os.environ["TWINLENS_JAX_CACHE_DIR"] = jax_cache
+
+
+def _worker(
+    names: list[str], backends: list[str], seed: int, n_points: int, n_random: int
+) -> list[tuple[str, list[Row] | None]]:
+    # runs in a worker process: the built-in kernels are registered on import
+    known = {k.name: k for k in all_kernels()}
+    return [
+        (name, _validate_one(known[name], backends, seed, n_points, n_random))
+        if name in known
+        else (name, None)
+        for name in names
+    ]
 
 
 def print_progress(stream: TextIO | None = None) -> Callable[[Step], None]:

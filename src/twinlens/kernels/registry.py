@@ -345,14 +345,18 @@ def sample_arguments(
 
 def parameter_cases(kernel: Kernel, rng: np.random.Generator, n_random: int) -> list[dict]:
     """Param sets to validate: each special value of each param once (the others random),
-    then ``n_random`` draws that mix specials and random values."""
+    then ``n_random`` draws that mix specials and random values.
+
+    Scalar params are Python floats in every case: JAX compiles a program per combination of
+    argument types, and a numpy float (strongly typed to JAX) among Python ones (weakly typed)
+    would compile each kernel once per param instead of once."""
     cases = []
     for p in kernel.params:
         if p.size is not None:
             continue  # array parameters always include their specials
         for s in p.domain.specials:
             case = {
-                q.name: q.draw(rng) if q.size else q.domain.uniform(rng, 1)[0]
+                q.name: q.draw(rng) if q.size else float(q.domain.uniform(rng, 1)[0])
                 for q in kernel.params
             }
             case[p.name] = float(s)
