@@ -255,7 +255,12 @@ def batch_params(
 ) -> tuple[int, list[np.ndarray], list[np.ndarray]]:
     """``(n_batch, scalar_arrays, component_arrays)``: scalar params as ``(n_batch,)`` arrays
     (a scalar is repeated) and component params as ``(n_batch, K)``; ``n_batch`` is the one
-    batch size the params agree on (1 when none has a batch axis)."""
+    batch size the params agree on (1 when none has a batch axis).
+
+    Every array is a writeable C-contiguous copy. numba compiles a loop again for each
+    combination of read-only and writeable arguments, and a broadcast view is read-only: an
+    unbroadcast param passed on as a view made the same fused loop compile up to three times
+    (30-50 s each on 2 cores) as its members turned batched or not."""
     sizes = {int(np.size(p)) for p in scalars if np.ndim(p) > 0}
     sizes |= {int(np.shape(c)[0]) for c in components if np.ndim(c) > 1}
     sizes.discard(1)
@@ -263,13 +268,13 @@ def batch_params(
         raise ValueError(f"batched params disagree on the batch size: {sorted(sizes)}")
     n_batch = sizes.pop() if sizes else 1
     scalar_arrays = [
-        np.ascontiguousarray(np.broadcast_to(np.asarray(p, dtype).reshape(-1), (n_batch,)))
+        np.array(np.broadcast_to(np.asarray(p, dtype).reshape(-1), (n_batch,)), order="C")
         for p in scalars
     ]
     component_arrays = []
     for c in components:
         c2 = np.atleast_2d(np.asarray(c, dtype))
-        component_arrays.append(np.ascontiguousarray(np.broadcast_to(c2, (n_batch, c2.shape[-1]))))
+        component_arrays.append(np.array(np.broadcast_to(c2, (n_batch, c2.shape[-1])), order="C"))
     return n_batch, scalar_arrays, component_arrays
 
 
