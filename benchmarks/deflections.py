@@ -43,6 +43,7 @@ from timing import (
     measure,
     repeats_for,
     run_case_in_fresh_process,
+    speedups,
     threading_layer,
 )
 from workloads import DEFLECTIONS, DeflectionWorkload, grid_points
@@ -164,20 +165,6 @@ def run_case(case: str, quick: bool) -> None:
         run_ours(wl, variant, quick)
     else:
         run_peer(wl, code, variant, quick)
-
-
-def speedups(workload: str, lines: list[dict]) -> None:
-    """One line: for each of our lines, each peer's median over ours."""
-    timed = [ln for ln in lines if "wall_median_ms" in ln and ln.get("workload") == workload]
-    ours = [ln for ln in timed if ln["code"] == "twinlens"]
-    theirs = [ln for ln in timed if ln["code"] != "twinlens"]
-    if not (ours and theirs):
-        return
-    table = {
-        o["name"]: {t["name"]: round(t["wall_median_ms"] / o["wall_median_ms"], 3) for t in theirs}
-        for o in ours
-    }
-    emit(workload=workload, case="speedup", speedup=table)
 
 
 def main(argv: list[str] | None = None, default: tuple[str, ...] = tuple(DEFLECTIONS)) -> None:

@@ -44,6 +44,7 @@ from timing import (
     measure,
     repeats_for,
     run_case_in_fresh_process,
+    speedups,
     threading_layer,
 )
 from workloads import IMAGING, jax_chunks_seen, perturbed
@@ -285,20 +286,6 @@ def run_case(case: str, quick: bool) -> None:
         run_peer(workload, code, variant, quick)
 
 
-def speedups(workload: str, lines: list[dict]) -> None:
-    """One line: for each of our lines, each peer's time per evaluation over ours."""
-    timed = [ln for ln in lines if "ms_per_eval" in ln and ln.get("workload") == workload]
-    ours = [ln for ln in timed if ln["code"] == "twinlens"]
-    theirs = [ln for ln in timed if ln["code"] != "twinlens"]
-    if not (ours and theirs):
-        return
-    table = {
-        o["name"]: {t["name"]: round(t["ms_per_eval"] / o["ms_per_eval"], 3) for t in theirs}
-        for o in ours
-    }
-    emit(workload=workload, case="speedup", speedup=table)
-
-
 def main(argv: list[str] | None = None, default: tuple[str, ...] = tuple(IMAGING)) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, batch 64 only")
@@ -322,7 +309,7 @@ def main(argv: list[str] | None = None, default: tuple[str, ...] = tuple(IMAGING
                 continue
             case = f"{workload}:{code}:{variant}"
             lines += run_case_in_fresh_process(__file__, workload, case, args.quick)
-        speedups(workload, lines)
+        speedups(workload, lines, "ms_per_eval")
 
 
 if __name__ == "__main__":

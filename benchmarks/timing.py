@@ -141,3 +141,15 @@ def run_case_in_fresh_process(
     for line in lines:
         print(json.dumps(line), flush=True)
     return lines
+
+
+def speedups(workload: str, lines: list[dict], key: str = "wall_median_ms") -> None:
+    """Emit one line: for each of our lines of ``workload``, each peer's ``key`` (time per
+    call or per evaluation) over ours; above 1, ours is faster."""
+    timed = [ln for ln in lines if key in ln and ln.get("workload") == workload]
+    ours = [ln for ln in timed if ln["code"] == "twinlens"]
+    theirs = [ln for ln in timed if ln["code"] != "twinlens"]
+    if not (ours and theirs):
+        return
+    table = {o["name"]: {t["name"]: round(t[key] / o[key], 3) for t in theirs} for o in ours}
+    emit(workload=workload, case="speedup", speedup=table)
