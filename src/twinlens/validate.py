@@ -326,6 +326,9 @@ def _run_in_workers(
 def _start_worker(jax_cache: str | None, threads: int) -> None:
     if jax_cache:  # read when the worker first loads JAX
         os.environ["TWINLENS_JAX_CACHE_DIR"] = jax_cache
+    # OpenMP threads that wait for work sleep instead of spinning on a core another worker
+    # compiles on (read when OpenMP starts, at the first parallel loop)
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     from twinlens.backend import numba_runtime
 
     numba_runtime.set_num_threads(min(threads, numba_runtime.load().config.NUMBA_NUM_THREADS))
