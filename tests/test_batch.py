@@ -44,7 +44,11 @@ def _setup(n=20, sub=2):
     return ImagingLikelihood(dataset, model, FREE)
 
 
-LIKELIHOOD = _setup()
+@pytest.fixture(scope="module")
+def likelihood() -> ImagingLikelihood:
+    # built when a test first asks, not at import: simulating compiles a fused numba loop
+    # (tens of seconds cold), which every test process paid while collecting
+    return _setup()
 
 
 def _vectors(like, n, scale=0.02, seed=0):
@@ -59,48 +63,48 @@ def _one_by_one(like, vectors):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba", "jax"])
-def test_batch_equals_single_evaluations(backend):
-    vectors = _vectors(LIKELIHOOD, 6)
-    expected = _one_by_one(LIKELIHOOD, vectors)
-    got = LIKELIHOOD.batch(vectors, backend)
+def test_batch_equals_single_evaluations(backend, likelihood):
+    vectors = _vectors(likelihood, 6)
+    expected = _one_by_one(likelihood, vectors)
+    got = likelihood.batch(vectors, backend)
     # 1e-10 relative: the cross-backend target of the issue
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=0)
-    assert LIKELIHOOD(vectors[2], backend) == pytest.approx(expected[2], rel=1e-10)
+    assert likelihood(vectors[2], backend) == pytest.approx(expected[2], rel=1e-10)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba", "jax"])
-def test_out_of_range_vectors_give_minus_inf_not_errors(backend):
-    vectors = _vectors(LIKELIHOOD, 6, seed=1)
+def test_out_of_range_vectors_give_minus_inf_not_errors(backend, likelihood):
+    vectors = _vectors(likelihood, 6, seed=1)
     vectors[0, 0] = -0.3  # negative Einstein radius
     vectors[1, 1:3] = (0.8, 0.7)  # |e| >= 1
     vectors[2, 5] = 25.0  # Sersic index above 10
     vectors[3, 4] = 0.0  # zero effective radius
     vectors[4, 6] = np.nan  # not a number at all
-    got = LIKELIHOOD.batch(vectors, backend)
+    got = likelihood.batch(vectors, backend)
     assert np.all(got[:5] == -np.inf)
     assert np.isfinite(got[5])
-    assert got[5] == pytest.approx(_one_by_one(LIKELIHOOD, vectors[5:])[0], rel=1e-10)
+    assert got[5] == pytest.approx(_one_by_one(likelihood, vectors[5:])[0], rel=1e-10)
 
 
-def test_constructing_an_out_of_range_instance_raises_clearly():
-    vector = LIKELIHOOD.reference.copy()
+def test_constructing_an_out_of_range_instance_raises_clearly(likelihood):
+    vector = likelihood.reference.copy()
     vector[5] = 25.0
     with pytest.raises(ValueError, match=r"sersic_index must be in \[0.2, 10\]"):
-        LIKELIHOOD.instance(vector)
+        likelihood.instance(vector)
 
 
 @pytest.mark.parametrize("backend", ["numba", "jax"])
-def test_chunking_changes_nothing(backend):
-    vectors = _vectors(LIKELIHOOD, 7, seed=2)
-    whole = LIKELIHOOD.batch(vectors, backend, chunk_size=7)
+def test_chunking_changes_nothing(backend, likelihood):
+    vectors = _vectors(likelihood, 7, seed=2)
+    whole = likelihood.batch(vectors, backend, chunk_size=7)
     # XLA compiles a separate program per chunk shape, which may order a sum differently:
     # equal to rounding, not bit for bit
-    np.testing.assert_allclose(LIKELIHOOD.batch(vectors, backend, chunk_size=3), whole, rtol=1e-13)
-    tiny = LIKELIHOOD.batch(vectors, backend, memory_budget=1.0)  # forces one vector a chunk
+    np.testing.assert_allclose(likelihood.batch(vectors, backend, chunk_size=3), whole, rtol=1e-13)
+    tiny = likelihood.batch(vectors, backend, memory_budget=1.0)  # forces one vector a chunk
     np.testing.assert_allclose(tiny, whole, rtol=1e-12)
-    assert LIKELIHOOD.chunk_size(backend, memory_budget=1.0) == 1
-    budget = 5.5 * LIKELIHOOD.bytes_per_evaluation()
-    assert LIKELIHOOD.chunk_size(backend, memory_budget=budget) == 5
+    assert likelihood.chunk_size(backend, memory_budget=1.0) == 1
+    budget = 5.5 * likelihood.bytes_per_evaluation()
+    assert likelihood.chunk_size(backend, memory_budget=budget) == 5
 
 
 def test_jax_chunks_are_a_power_of_two_under_the_budget(monkeypatch):
@@ -159,28 +163,28 @@ def test_jax_gradient_is_finite_and_matches_finite_differences():
         assert grad[j] == pytest.approx(fd, rel=1e-4, abs=1e-3)
 
 
-def test_bad_vector_shapes_and_paths_are_named():
+def test_bad_vector_shapes_and_paths_are_named(likelihood):
     with pytest.raises(ValueError, match=r"shape \(n_batch, 7\)"):
-        LIKELIHOOD.batch(np.zeros((3, 6)))
+        likelihood.batch(np.zeros((3, 6)))
     with pytest.raises(KeyError, match="names no parameter"):
-        ImagingLikelihood(LIKELIHOOD.dataset, LIKELIHOOD.model, ("lenses[0].mass[0].nope",))
+        ImagingLikelihood(likelihood.dataset, likelihood.model, ("lenses[0].mass[0].nope",))
 
 
-def test_default_free_parameters_are_every_scalar():
-    like = ImagingLikelihood(LIKELIHOOD.dataset, LIKELIHOOD.model)
+def test_default_free_parameters_are_every_scalar(likelihood):
+    like = ImagingLikelihood(likelihood.dataset, likelihood.model)
     assert "lenses[0].mass[0].einstein_radius" in like.free
     assert "sources[0].light[0].sersic_index" in like.free
     assert like(like.reference, "numpy") == pytest.approx(
-        LIKELIHOOD(LIKELIHOOD.reference, "numpy"), rel=1e-12
+        likelihood(likelihood.reference, "numpy"), rel=1e-12
     )
 
 
-def test_batch_with_a_hand_written_numba_kernel():
+def test_batch_with_a_hand_written_numba_kernel(likelihood):
     # the power law's numba kernel is written by hand (scalar parameters): batches run its
     # members one by one, and must equal the numpy reference
     from twinlens.mass import PowerLaw
 
-    like = LIKELIHOOD
+    like = likelihood
     lens = like.model.lenses[0]
     model = Tracer(
         Galaxy((PowerLaw((0.0, 0.0), (0.1, -0.05), 0.6, 2.1), *lens.mass[1:]), lens.light),

@@ -215,8 +215,9 @@ def numba_source(kernel: Kernel) -> str:
 
 
 def numba_loop(kernel: Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
-    """The compiled-on-first-call numba loop for ``kernel``: 1-D inputs, scalar params."""
-    dummy: list[Any] = [np.zeros(1, dtype=kernel.input_dtype) for _ in kernel.inputs]
+    """The compiled-on-first-call numba loop for ``kernel``: 1-D read-only inputs (as
+    :class:`~twinlens.kernels.registry.Kernel` passes them), scalar params."""
+    dummy: list[Any] = [_input_dummy(kernel.input_dtype) for _ in kernel.inputs]
     dummy += [
         np.full(p.size, 0.5, dtype=kernel.input_dtype) if p.size else np.float64(0.5)
         for p in kernel.params
@@ -261,13 +262,20 @@ def numba_batched_source(kernel: Kernel) -> str:
 def numba_batched_loop(kernel: Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
     """The compiled batched loop for ``kernel`` (see :func:`numba_batched_source`)."""
     dtype = kernel.input_dtype
-    dummy: list[Any] = [1, 1] + [np.zeros(1, dtype=dtype) for _ in kernel.inputs]
+    dummy: list[Any] = [1, 1] + [_input_dummy(dtype) for _ in kernel.inputs]
     dummy += [
         np.full((1, 1), 0.5, dtype=dtype) if p.size else np.full(1, 0.5, dtype=dtype)
         for p in kernel.params
     ]
     stem = kernel.name.replace(".", "_") + "_batched"
     return build(stem, numba_batched_source(kernel), *dummy)
+
+
+def _input_dummy(dtype: str) -> np.ndarray:
+    # per-point inputs reach the loops read-only (a distinct numba type from writeable)
+    a = np.zeros(1, dtype=dtype)
+    a.flags.writeable = False
+    return a
 
 
 def compile_quietly(loop: Callable, *dummy: Any) -> Callable:

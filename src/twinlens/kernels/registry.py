@@ -168,6 +168,8 @@ class Kernel:
             ins = np.broadcast_arrays(*(np.asarray(a, dtype=self.input_dtype) for a in args[:n_in]))
             shape = ins[0].shape
             flat = [np.ascontiguousarray(a).reshape(-1) for a in ins]
+            if backend == "numba":
+                flat = [_read_only(a) for a in flat]
             pars = [_param(p, self.input_dtype) for p in args[n_in:]]
             raw = self.implementation(backend)(*flat, *pars)
             out = tuple(
@@ -210,6 +212,8 @@ class Kernel:
                 f"{self.name}: for a batch of {n_batch} parameter sets the inputs must have shape "
                 f"(n,) or ({n_batch}, n), got {shape}"
             )
+        if backend == "numba":
+            flat = [_read_only(a) for a in flat]
         if "numba" in self.impls:
             # A hand-written kernel sets up from scalar params (the power law picks its series
             # length from the ellipticity), on numba and in its numpy point function alike: its
@@ -276,6 +280,18 @@ def batch_params(
         c2 = np.atleast_2d(np.asarray(c, dtype))
         component_arrays.append(np.array(np.broadcast_to(c2, (n_batch, c2.shape[-1])), order="C"))
     return n_batch, scalar_arrays, component_arrays
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (no copy), the one kind of per-point input a numba loop sees.
+
+    numba compiles a loop again for each combination of read-only and writeable arguments.
+    Inputs arrive as both (a grid's coordinates are read-only, a user's array is not), and a
+    loop compiled for one and called with the other compiled a second time (seconds to a
+    minute, cold); the loops only read their inputs, so every one is passed read-only."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 def _param(value: Any, dtype: str) -> Any:
