@@ -103,9 +103,13 @@ _TWO_OVER_SQRT_PI = 2.0 * _INV_SQRT_PI
 _BIG = 1e300
 
 
-@pointwise
-def _weideman(x, y):
-    # (Re w, Im w) at z = x + i y in the closed upper half plane, y >= 0.
+def _upper_point(x, y):
+    # (Re w, Im w) at z = x + i y in the closed upper half plane, y >= 0, the parts clamped
+    # to 1e300 (as in wofz_point). A plain function, wofz_upper's numba implementation itself:
+    # every level of ops numba inlines is typed again at each call site (a wrapper around this
+    # doubled the Gaussian kernels' compile time).
+    x = minimum(maximum(x, -_BIG), _BIG)
+    y = minimum(y, _BIG)
     # 1 / (L - i z) = 1 / (a - i x) with a = L + y >= L > 0, as (a + i x) / (a**2 + x**2),
     # scaled by s = max(a, |x|) so that nothing overflows for |z| up to the largest float.
     # Real arithmetic throughout: every backend then rounds identically (complex division
@@ -259,9 +263,7 @@ def _upper_numpy(x, y):
     return np.real(w), np.imag(w)
 
 
-def _upper_point(x, y):
-    # numba and JAX: Weideman's form with the parts clamped as in wofz_point (y >= 0 assumed)
-    return _weideman(minimum(maximum(x, -_BIG), _BIG), minimum(y, _BIG))
+_weideman = pointwise(_upper_point)
 
 
 @cache

@@ -188,14 +188,20 @@ def _shajib_terms(xp, yp, q, shape, sigma, kappa0):
 
 
 @pointwise
-def _deflections_shajib(xp, yp, q, shape, sigma, kappa0):
-    ax, ay, _, _, _ = _shajib_terms(xp, yp, q, shape, sigma, kappa0)
-    return ax, ay
+def deflections_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0):
+    """Deflections for ``q`` in ``[0.05, 0.99]`` (Shajib 2019), arcsec; ``phi`` in radians."""
+    xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
+    ax, ay, _, _, _ = _shajib_terms(xp, yp, q, _shajib_shape(q), sigma, kappa0)
+    return from_profile_frame(ax, ay, phi)
 
 
 @pointwise
-def _hessian_shajib(xp, yp, q, shape, sigma, kappa0):
-    # Frame-local hessian: kappa plus the complex shear of Shajib (2019), eq. 4.18.
+def hessian_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0):
+    """Hessian ``(psi_xx, psi_xy, psi_yy)`` for ``q`` in ``[0.05, 0.99]`` (Shajib 2019)."""
+    # frame-local: kappa plus the complex shear of Shajib (2019), eq. 4.18 (written out here,
+    # not in a helper: each level of inlined helpers is typed again by numba, at compile cost)
+    xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
+    shape = _shajib_shape(q)
     _, _, vs_re, vs_im, s_ = _shajib_terms(xp, yp, q, shape, sigma, kappa0)
     one_m_q2 = shape[0]
     kappa = kappa0 * exp(-(q * q * xp * xp + yp * yp) / (2.0 * s_ * s_))
@@ -205,22 +211,7 @@ def _hessian_shajib(xp, yp, q, shape, sigma, kappa0):
     prod_im = -(xp * vs_im + yp * vs_re)
     shear_re = -((1.0 + q * q) * kappa - 2.0 * q * kappa0 + c * prod_re) / one_m_q2
     shear_im = -(c * prod_im) / one_m_q2
-    return kappa + shear_re, shear_im, kappa - shear_re
-
-
-@pointwise
-def deflections_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0):
-    """Deflections for ``q`` in ``[0.05, 0.99]`` (Shajib 2019), arcsec; ``phi`` in radians."""
-    xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
-    ax, ay = _deflections_shajib(xp, yp, q, _shajib_shape(q), sigma, kappa0)
-    return from_profile_frame(ax, ay, phi)
-
-
-@pointwise
-def hessian_elliptical(x, y, centre_x, centre_y, q, phi, sigma, kappa0):
-    """Hessian ``(psi_xx, psi_xy, psi_yy)`` for ``q`` in ``[0.05, 0.99]`` (Shajib 2019)."""
-    xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
-    hxx, hxy, hyy = _hessian_shajib(xp, yp, q, _shajib_shape(q), sigma, kappa0)
+    hxx, hxy, hyy = kappa + shear_re, shear_im, kappa - shear_re
     return hessian_from_profile_frame(hxx, hxy, hyy, phi)
 
 

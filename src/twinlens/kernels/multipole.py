@@ -201,7 +201,7 @@ def _resonance(q, m):
     return 0.0 * q
 
 
-@pointwise
+@pointwise(inline=False)
 def _assemble_deflection(r, c, s, inside, p, dp, c1, s1, einstein_radius, amplitude, phi_ref):
     # alpha' = P e_r + P' e_phi + log terms, rotated from the reference frame to the sky
     lr = log(r / einstein_radius)
@@ -211,7 +211,7 @@ def _assemble_deflection(r, c, s, inside, p, dp, c1, s1, einstein_radius, amplit
     return where(inside, ax, 0.0), where(inside, ay, 0.0)
 
 
-@pointwise
+@pointwise(inline=False)
 def _assemble_potential(r, c, s, inside, p, c1, s1, einstein_radius, amplitude):
     return where(
         inside, amplitude * r * (p + 0.5 * log(r / einstein_radius) * (c1 * c + s1 * s)), 0.0
@@ -222,7 +222,7 @@ def _assemble_potential(r, c, s, inside, p, c1, s1, einstein_radius, amplitude):
 # closed forms (q <= 1 - Q_SWITCH)
 
 
-@pointwise
+@pointwise(inline=False)
 def _fhat_odd(c, s, big_q, m):
     # lenstronomy's F-hat of the m = 1 or m = 3 base potential and its derivative, axis ratio
     # big_q (q or 1/q), with its first harmonic A cos(phi) removed (the twinlens gauge).
@@ -255,7 +255,7 @@ def _fhat_odd(c, s, big_q, m):
     return f, fp, gauge
 
 
-@pointwise
+@pointwise(inline=False)
 def _f4(c, s, q):
     # the m = 4 closed forms F_1 (cosine part), F_2 (sine part) and their derivatives
     s2 = 1.0 - q * q
@@ -336,7 +336,7 @@ def is_near_round(q):
 # elliptical multipole kernels, one set per order m (static)
 
 
-@pointwise
+@pointwise(inline=False)
 def _frame(x, y, centre_x, centre_y, phi_ref):
     xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi_ref)
     return _polar(xp, yp)

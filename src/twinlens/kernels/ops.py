@@ -88,18 +88,28 @@ _ALL_OPS: list[Callable] = []
 _numba_ready = False
 
 
-def pointwise(fn: Callable) -> Callable:
+def pointwise(fn: Callable | None = None, *, inline: bool = True) -> Any:
     """Decorator for a helper that point functions call: one Python function, usable on numpy
     arrays, on JAX arrays and from numba-compiled code (where it is compiled as an overload).
 
     Plain Python functions cannot be called from numba code; a ``pointwise`` one can.
+
+    ``@pointwise(inline=False)`` makes numba call the helper instead of inlining it at the IR
+    level. numba types an inlined body again at every call site, so a large helper inlined
+    into a large kernel costs seconds of compile time each; calling it costs nothing at run
+    time when its body holds library calls (``log``, ``arctan``: no SVML) that keep the loop
+    from vectorising anyway. Keep the default where the kernel's loop vectorises.
     """
-    op = make_op(fn.__name__, fn, lambda: fn, fn)
-    op.__doc__ = fn.__doc__
-    op.__wrapped__ = fn  # type: ignore[attr-defined]
-    op.__module__ = fn.__module__
-    op.__qualname__ = fn.__qualname__
-    return op
+
+    def wrap(fn: Callable) -> Callable:
+        op = make_op(fn.__name__, fn, lambda: fn, fn, inline=inline)
+        op.__doc__ = fn.__doc__
+        op.__wrapped__ = fn  # type: ignore[attr-defined]
+        op.__module__ = fn.__module__
+        op.__qualname__ = fn.__qualname__
+        return op
+
+    return wrap if fn is None else wrap(fn)
 
 
 # Each numba implementation works on scalars and uses only what numba compiles.
