@@ -107,7 +107,7 @@ def test_chunking_changes_nothing(backend, likelihood):
     assert likelihood.chunk_size(backend, memory_budget=budget) == 5
 
 
-def test_jax_chunks_are_a_power_of_two_under_the_budget(monkeypatch):
+def test_jax_chunks_are_a_power_of_two_under_the_budget(monkeypatch, likelihood):
     # a budget for 5.5 vectors: JAX chunks of 4, so a batch of 8 is two whole chunks and no
     # padded vectors are computed (chunks of 5 would compute 10)
     sizes = []
@@ -118,11 +118,11 @@ def test_jax_chunks_are_a_power_of_two_under_the_budget(monkeypatch):
         return original(self, values, size)
 
     monkeypatch.setattr(ImagingLikelihood, "_jax_chunk", recording)
-    vectors = _vectors(LIKELIHOOD, 8, seed=4)
-    budget = 5.5 * LIKELIHOOD.bytes_per_evaluation()
-    out = LIKELIHOOD.batch(vectors, "jax", memory_budget=budget)
+    vectors = _vectors(likelihood, 8, seed=4)
+    budget = 5.5 * likelihood.bytes_per_evaluation()
+    out = likelihood.batch(vectors, "jax", memory_budget=budget)
     assert sizes == [(4, 4), (4, 4)]
-    np.testing.assert_allclose(out, LIKELIHOOD.batch(vectors, "numba"), rtol=1e-12)
+    np.testing.assert_allclose(out, likelihood.batch(vectors, "numba"), rtol=1e-12)
 
 
 def test_jax_compiles_once_per_shape_and_value():

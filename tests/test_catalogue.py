@@ -183,12 +183,19 @@ def test_job_scripts_carry_the_cluster_table(tmp_path):
         script = cluster.job_script()
     for text in ("#SBATCH -p short", "#SBATCH -A lensing", "#SBATCH -t 02:30:00", "avx2"):
         assert text in script, script
-    assert "--nthreads 4" in script or "--nworkers 1 --nthreads 4" in script
+    # one single-threaded worker process per core of the job (not one process running four
+    # fits at once, each with numba on all four cores)
+    assert "--nthreads 1 " in script and "--nworkers 4 " in script, script
     with jobqueue_cluster({**table, "kind": "pbs", "job_extra_directives": []}) as cluster:
         pbs = cluster.job_script()
     assert "#PBS -q short" in pbs and "#PBS -A lensing" in pbs and "walltime=02:30:00" in pbs
     with pytest.raises(ClusterError, match="needs memory"):
         jobqueue_cluster({"kind": "slurm", "cores": 4})
+    with pytest.raises(ClusterError, match="processes = 8 is more than cores = 4"):
+        jobqueue_cluster({**table, "processes": 8})
+    with jobqueue_cluster({**table, "processes": 2}) as cluster:  # two workers of two threads
+        script = cluster.job_script()
+    assert "--nthreads 2 " in script and "--nworkers 2 " in script, script
     with pytest.raises(ClusterError, match="unknown entries gpus"):
         jobqueue_cluster({"kind": "slurm", "cores": 4, "memory": "1GB", "gpus": 1})
 
@@ -234,7 +241,7 @@ def test_numba_threads_are_shared_out_and_set_in_the_task_thread():
 
     assert _numba_share({"kind": "local"}, 8, 2, 1) == 4
     assert _numba_share({"kind": "local"}, 2, 4, 1) == 1
-    assert _numba_share({"kind": "slurm", "cores": 6}, 64, None, 2) == 3
+    assert _numba_share({"kind": "slurm", "cores": 6}, 64, None, 2) == 1
     assert _numba_share({"kind": "tcp://host:8786"}, 8, None, 1) is None
     seen = []
 

@@ -3,13 +3,14 @@
 - ``local`` (the default): a ``distributed.LocalCluster`` of worker *processes* on this
   machine, one thread each (numba's threads work inside a fit), as many as the cores allow.
 - ``tcp://HOST:PORT``: an existing Dask scheduler.
-- ``slurm`` / ``pbs``: ``dask_jobqueue.SLURMCluster`` / ``PBSCluster``, one worker process per
-  batch job, scaled adaptively between ``minimum_jobs`` and ``maximum_jobs``.
+- ``slurm`` / ``pbs``: ``dask_jobqueue.SLURMCluster`` / ``PBSCluster``, by default one
+  single-threaded worker process per core of each batch job (``processes`` changes that),
+  scaled adaptively between ``minimum_jobs`` and ``maximum_jobs``.
 
 The ``[cluster]`` table's keys for a batch scheduler: ``cores``, ``memory`` (``"4GB"``),
 ``walltime`` (``"02:00:00"``), ``queue``, ``account``, ``job_extra_directives`` (a list of
 ``#SBATCH``/``#PBS`` options), ``job_script_prologue`` (shell lines run before the worker,
-e.g. ``module load``), ``local_directory``, ``minimum_jobs`` and ``maximum_jobs``.
+e.g. ``module load``), ``local_directory``, ``processes``, ``minimum_jobs`` and ``maximum_jobs``.
 """
 
 from __future__ import annotations
@@ -64,7 +65,14 @@ def check_table(table: dict) -> None:
         raise ClusterError(
             f"[cluster].kind = {kind!r}: choose local, slurm, pbs or tcp://HOST:PORT"
         )
-    for key in ("workers", "threads_per_worker", "minimum_jobs", "maximum_jobs", "cores"):
+    for key in (
+        "workers",
+        "threads_per_worker",
+        "minimum_jobs",
+        "maximum_jobs",
+        "cores",
+        "processes",
+    ):
         value = table.get(key)
         if value is not None and (
             not isinstance(value, int) or isinstance(value, bool) or value < 1
@@ -88,8 +96,16 @@ def jobqueue_cluster(table: dict) -> Any:
     missing = [k for k in ("cores", "memory") if k not in table]
     if missing:
         raise ClusterError(f"[cluster] with kind = {kind!r} needs {', '.join(missing)}")
+    if table.get("processes", 1) > table["cores"]:
+        raise ClusterError(
+            f"[cluster].processes = {table['processes']} is more than cores = {table['cores']}: "
+            "each worker process needs at least one core"
+        )
     options = {k: table[k] for k in _JOBQUEUE_KEYS if k in table}
-    options.setdefault("processes", 1)  # one worker process per job, numba threads inside
+    # dask-jobqueue runs `cores` Dask threads per job, split among `processes` worker
+    # processes: every core runs a fit of its own. One single-threaded process per core keeps
+    # the fits' Python (planning, FFTs, the solve) off one another's interpreter lock.
+    options.setdefault("processes", options["cores"])
     cls = dask_jobqueue.SLURMCluster if kind == "slurm" else dask_jobqueue.PBSCluster
     return cls(**options)
 

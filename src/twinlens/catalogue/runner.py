@@ -74,14 +74,15 @@ def compile_template(task: LensTask, backend: str | None, numba_threads: int | N
 
 
 def _numba_share(table: dict, cores: int, workers: int | None, threads: int) -> int | None:
-    """numba threads per Dask thread: the local cores shared out among the workers, a
-    batch job's ``cores`` (one worker process per job), or numba's default for a scheduler
-    found by address (its workers' nodes are unknown here)."""
+    """numba threads per Dask thread: the local cores shared out among the workers; one for a
+    batch job (dask-jobqueue starts one Dask thread per core of the job, so each core already
+    runs a fit); numba's default for a scheduler found by address (its workers' nodes are
+    unknown here)."""
     kind = table.get("kind", "local")
     if kind == "local":
         return max(1, cores // ((workers or cores) * threads))
-    if kind in ("slurm", "pbs") and table.get("cores"):
-        return max(1, int(table["cores"]) // threads)
+    if kind in ("slurm", "pbs"):
+        return 1
     return None
 
 
