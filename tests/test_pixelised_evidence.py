@@ -13,12 +13,12 @@ import math
 
 import numpy as np
 import pytest
+from pixelised_cases import lens_tracer, small_dataset
 from scipy.interpolate import LinearNDInterpolator, RegularGridInterpolator
 from scipy.signal import convolve2d
 from scipy.spatial import ConvexHull
 from scipy.spatial import Delaunay as ScipyDelaunay
 
-from pixelised_cases import lens_tracer, small_dataset
 from twinlens.fit.pixelised import (
     AdaptiveBrightness,
     Constant,

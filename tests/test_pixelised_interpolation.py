@@ -37,7 +37,10 @@ def test_barycentric_reproduces_linear_functions(tri, x, y, where):
     assert la + lb + lc == pytest.approx(1.0, abs=1e-12)
     # any linear function f = p + q x + r y, at a random-looking set of coefficients
     for p, q, r in ((0.3, -1.7, 2.2), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):
-        f = lambda v: p + q * v[0] + r * v[1]  # noqa: E731
+
+        def f(v, p=p, q=q, r=r):
+            return p + q * v[0] + r * v[1]
+
         scale = 1.0 + abs(p) + 3.0 * (abs(q) + abs(r))
         assert la * f(a) + lb * f(b) + lc * f(c) == pytest.approx(
             f((x, y)), abs=1e-11 * scale * (1.0 + 10.0 / abs(_area2(a, b, c)))
