@@ -155,16 +155,33 @@ class Delaunay(ValueIdentity):
     """Source pixels at the traced points of an image-plane overlay grid, triangulated, with
     barycentric interpolation.
 
+    Vertices that coincide in the source plane (the border relocation can move two onto one
+    point) are kept: each is tied by regularisation to the vertex it coincides with and
+    receives no light of its own.
+
     Parameters
     ----------
     shape : (int, int)
         The overlay grid: ``ny x nx`` points spread uniformly over the bounding box of the
         mask's pixels; those falling in a masked-in pixel become vertices. Each from 2 to 1000.
+    image_vertices : float array (n, 2), optional
+        Image-plane vertex positions ``(x, y)`` (arcsec) to use instead of the overlay: at
+        least 3, distinct, not all on one line (e.g. from a clustering of a previous fit's
+        source brightness).
     """
 
     shape: tuple = static_field(default=(30, 30))
+    image_vertices: Any = static_field(default=None)
 
     def __post_init__(self) -> None:
+        if self.image_vertices is not None:
+            vertices = np.asarray(self.image_vertices, dtype=float)
+            if vertices.ndim != 2 or vertices.shape[1] != 2:
+                raise ValueError(
+                    f"Delaunay.image_vertices must have shape (n, 2), got {vertices.shape}"
+                )
+            triangulation.check_vertices(vertices, "Delaunay.image_vertices")
+            object.__setattr__(self, "image_vertices", vertices)
         super().__post_init__()
         if (
             not isinstance(self.shape, tuple)
@@ -176,7 +193,10 @@ class Delaunay(ValueIdentity):
             )
 
     def image_plane_vertices(self, grid: Grid2D) -> np.ndarray:
-        """The overlay points inside the mask, ``(n_vertices, 2)``, arcsec."""
+        """The vertices in the image plane, ``(n_vertices, 2)``, arcsec: ``image_vertices``,
+        or the overlay points inside the mask."""
+        if self.image_vertices is not None:
+            return self.image_vertices
         return overlay_points(grid, self.shape)
 
     def mapping(self, points: Any, vertices: Any, xp: Any = np) -> MeshMapping:

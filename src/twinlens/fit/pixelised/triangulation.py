@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "STATUS_COINCIDENT",
     "STATUS_DEGENERATE",
     "STATUS_EMPTY",
     "STATUS_OK",
@@ -34,12 +33,10 @@ __all__ = [
 logger = logging.getLogger("twinlens.fit.pixelised")
 
 STATUS_OK = 0
-STATUS_COINCIDENT = 1  # two or more vertices at one position: a source pixel with no triangle
 STATUS_DEGENERATE = 2  # fewer than 3 vertices, all on one line, or not finite
 STATUS_EMPTY = 3  # no traced sub-pixel falls inside the mesh
 
 _REASONS = {
-    STATUS_COINCIDENT: "coincident mesh vertices (two source pixels at one position)",
     STATUS_DEGENERATE: "degenerate mesh vertices (fewer than 3, collinear, or not finite)",
     STATUS_EMPTY: "no traced sub-pixel falls inside the mesh",
 }
@@ -77,19 +74,16 @@ class Topology:
 
 
 def _status_of(vertices: np.ndarray) -> tuple[int, Any]:
-    """``(status, triangulation or None)``."""
+    """``(status, triangulation or None)``; coincident vertices are allowed here (see
+    :func:`topology`)."""
     from scipy.spatial import Delaunay, QhullError
 
     if vertices.ndim != 2 or vertices.shape[0] < 3 or not np.all(np.isfinite(vertices)):
         return STATUS_DEGENERATE, None
-    if np.unique(vertices, axis=0).shape[0] < vertices.shape[0]:
-        return STATUS_COINCIDENT, None
     try:
         tri = Delaunay(vertices)
     except QhullError:
         return STATUS_DEGENERATE, None
-    if len(tri.coplanar):  # vertices Qhull merged with a neighbour (closer than its precision)
-        return STATUS_COINCIDENT, None
     return STATUS_OK, tri
 
 
@@ -97,14 +91,18 @@ def check_vertices(vertices: Any, name: str = "vertices") -> None:
     """Raise ValueError, naming ``name``, if concrete ``vertices (n, 2)`` cannot form a mesh:
     fewer than 3, not finite, all collinear, or two at one position."""
     arr = np.asarray(vertices, dtype=float)
-    status, _ = _status_of(arr)
+    status, tri = _status_of(arr)
     if status == STATUS_DEGENERATE:
         raise ValueError(
             f"{name} must be at least 3 finite (x, y) points, not all on one line; got "
             f"shape {arr.shape}"
         )
-    if status == STATUS_COINCIDENT:
-        raise ValueError(f"{name} must be distinct points: two or more are at one position")
+    if len(tri.coplanar):
+        first = int(tri.coplanar[0, 0])
+        raise ValueError(
+            f"{name} must be distinct points: {len(tri.coplanar)} coincide with another "
+            f"(the first, index {first}, is at {tuple(arr[first])})"
+        )
 
 
 def topology(vertices: Any, points: Any, log: bool = True) -> Topology:
@@ -135,9 +133,12 @@ def topology(vertices: Any, points: Any, log: bool = True) -> Topology:
     outside = np.flatnonzero(~inside)
     if outside.size:
         corners[outside] = _nearest_hull_edges(points[outside], vertices, tri.convex_hull)
-    pairs = np.concatenate(
-        [tri.simplices[:, [0, 1]], tri.simplices[:, [1, 2]], tri.simplices[:, [0, 2]]]
-    )
+    pairs = [tri.simplices[:, [0, 1]], tri.simplices[:, [1, 2]], tri.simplices[:, [0, 2]]]
+    if len(tri.coplanar):
+        # a vertex at (or within Qhull's precision of) another's position has no triangle:
+        # it is coupled to its twin by one neighbour pair, so regularisation ties it there
+        pairs.append(tri.coplanar[:, [0, 2]])
+    pairs = np.concatenate(pairs)
     pairs = np.unique(np.sort(pairs, axis=1), axis=0)
     edges[: len(pairs)] = pairs
     valid[: len(pairs)] = True
