@@ -41,6 +41,7 @@ _REASONS = {
     STATUS_EMPTY: "no traced sub-pixel falls inside the mesh",
 }
 _BLOCK = 2048
+FIND_TOLERANCE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,11 @@ def topology(vertices: Any, points: Any, log: bool = True) -> Topology:
         if log:
             logger.warning("pixelised source: %s; log-evidence is -inf", _REASONS[status])
         return Topology(corners, inside, edges, valid, status)
-    simplex = tri.find_simplex(points)
+    # a tolerance (in barycentric coordinates) above scipy's default of 100 ulp: with the
+    # default, the walk through the triangulation fell back to a slow search for most points
+    # (7.5 s against 0.5 ms for 5,744 points in 492 vertices); a point within it of a triangle
+    # is interpolated in that triangle, continuous with the hull-edge rule to 1e-12
+    simplex = tri.find_simplex(points, tol=FIND_TOLERANCE)
     inside = simplex >= 0
     if not inside.any():
         if log:
