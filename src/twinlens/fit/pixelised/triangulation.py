@@ -138,13 +138,12 @@ def topology(vertices: Any, points: Any, log: bool = True) -> Topology:
     outside = np.flatnonzero(~inside)
     if outside.size:
         corners[outside] = _nearest_hull_edges(points[outside], vertices, tri.convex_hull)
-    pairs = [tri.simplices[:, [0, 1]], tri.simplices[:, [1, 2]], tri.simplices[:, [0, 2]]]
+    parts = [tri.simplices[:, [0, 1]], tri.simplices[:, [1, 2]], tri.simplices[:, [0, 2]]]
     if len(tri.coplanar):
         # a vertex at (or within Qhull's precision of) another's position has no triangle:
         # it is coupled to its twin by one neighbour pair, so regularisation ties it there
-        pairs.append(tri.coplanar[:, [0, 2]])
-    pairs = np.concatenate(pairs)
-    pairs = np.unique(np.sort(pairs, axis=1), axis=0)
+        parts.append(tri.coplanar[:, [0, 2]])
+    pairs = np.unique(np.sort(np.concatenate(parts), axis=1), axis=0)
     edges[: len(pairs)] = pairs
     valid[: len(pairs)] = True
     return Topology(corners, inside, edges, valid, STATUS_OK)
