@@ -63,3 +63,15 @@ def test_residuals_at_the_evidence_maximum_are_consistent_with_noise():
     assert abs(np.mean(residuals)) < 0.1
     # underfitting (lambda far too large) leaves structure: chi^2 grows well above 1
     assert rows[-1][1] > 1.5
+
+
+def test_docs_quickstart_runs(capsys):
+    import runpy
+    from pathlib import Path
+
+    example = Path(__file__).parents[1] / "docs" / "examples" / "pixelised_quickstart.py"
+    runpy.run_path(str(example), run_name="__main__")
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 5
+    evidence = [float(line.split()[4]) for line in lines]
+    assert np.argmax(evidence) not in (0, len(evidence) - 1)  # an interior maximum over lambda
