@@ -1,0 +1,136 @@
+"""The border of a mask, and the relocation of sub-pixels traced beyond it.
+
+Sub-pixels near the centre of a lens are strongly demagnified: they trace to source-plane
+positions far from the lensed source, and a mesh spanning them would waste most of its pixels
+on empty sky. As in autolens, every traced sub-pixel is compared with the *border*, the traced
+sub-pixels of the mask's outer edge:
+
+1. ``origin`` is the mean of the traced border points and ``r_b`` their distances from it;
+2. a point at distance ``r > min(r_b)`` from the origin is paired with its nearest border
+   point ``b``; if ``r > r_b[b]`` it is moved radially onto that radius,
+   ``p <- origin + (p - origin) * r_b[b] / r``.
+
+Points inside the border do not move, so the map is continuous (a point exactly on the radius
+stays where it is) and its derivatives are finite wherever the point moves (``r > 0`` there).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy import ndimage
+
+__all__ = ["border_mask", "border_sub_indices", "relocate"]
+
+_CHUNK = 2048  # points per block of the brute-force nearest-border search (bounds the memory)
+
+
+def border_mask(used: np.ndarray) -> np.ndarray:
+    """The outer edge of a mask: used pixels with a side-neighbour outside the used region
+    that connects to the frame of the array (the hole of an annular mask is not a border).
+
+    Parameters
+    ----------
+    used : bool array (ny, nx)
+        True where a pixel is fitted.
+
+    Returns
+    -------
+    bool array (ny, nx)
+    """
+    used = np.asarray(used, dtype=bool)
+    padded = np.pad(~used, 1, constant_values=True)
+    labels, _ = ndimage.label(padded)
+    outside = (labels == labels[0, 0])[1:-1, 1:-1]
+    outside_padded = np.pad(outside, 1, constant_values=True)
+    near = (
+        outside_padded[:-2, 1:-1]
+        | outside_padded[2:, 1:-1]
+        | outside_padded[1:-1, :-2]
+        | outside_padded[1:-1, 2:]
+    )
+    return used & near
+
+
+def border_sub_indices(used: np.ndarray, pixels: np.ndarray, factor: int) -> np.ndarray:
+    """Indices of the border sub-pixels in a layout of ``factor x factor`` sub-pixels per pixel.
+
+    The mask is refined to sub-pixel resolution and its outer edge taken there, so the border
+    is the outermost ring of sub-pixels (as autolens' sub-border).
+
+    Parameters
+    ----------
+    used : bool array (ny, nx)
+        The mask (True = fitted).
+    pixels : int array (n_pixels,)
+        Flat indices of the layout's pixels, in layout order (each has ``factor**2`` sub-pixels,
+        row-major within the pixel).
+    factor : int
+        Sub-pixels per pixel side, >= 1.
+
+    Returns
+    -------
+    int array (n_border,)
+        Positions in the layout's sub-pixel array.
+    """
+    used = np.asarray(used, dtype=bool)
+    nx = used.shape[1]
+    fine = np.repeat(np.repeat(used, factor, axis=0), factor, axis=1)
+    edge = border_mask(fine)
+    rows, cols = np.divmod(np.asarray(pixels), nx)
+    i, j = np.meshgrid(np.arange(factor), np.arange(factor), indexing="ij")
+    sub_rows = rows[:, None] * factor + i.reshape(1, -1)
+    sub_cols = cols[:, None] * factor + j.reshape(1, -1)
+    return np.flatnonzero(edge[sub_rows, sub_cols].reshape(-1))
+
+
+def relocate(points: Any, border: Any, xp: Any = np) -> Any:
+    """Move points traced beyond the border onto it (see the module documentation).
+
+    Parameters
+    ----------
+    points : float array (n, 2)
+        Source-plane positions ``(x, y)``, arcsec.
+    border : float array (n_border, 2)
+        Traced border points (see :func:`border_sub_indices`).
+    xp : module
+        ``numpy`` or ``jax.numpy``.
+
+    Returns
+    -------
+    float array (n, 2)
+    """
+    origin = xp.mean(border, axis=0)
+    rel_b = border - origin
+    r_b = xp.sqrt(xp.sum(rel_b * rel_b, axis=-1))
+    rel = points - origin
+    r = xp.sqrt(xp.sum(rel * rel, axis=-1))
+    nearest = _nearest(points, border, xp)
+    r_near = r_b[nearest]
+    move = (r > xp.min(r_b)) & (r > r_near)
+    factor = xp.where(move, r_near / xp.where(move, r, 1.0), 1.0)
+    return origin + rel * factor[:, None]
+
+
+def _nearest(points: Any, border: Any, xp: Any) -> Any:
+    """Index of the nearest border point to each point: a k-d tree on numpy, brute force in
+    blocks under JAX."""
+    n = points.shape[0]
+    if xp is np:
+        from scipy.spatial import cKDTree
+
+        return cKDTree(border).query(points)[1]
+    from twinlens.backend import jax_runtime
+
+    lax = jax_runtime.load().lax
+    stop = lax.stop_gradient  # an index has no derivative
+    pts, brd = stop(points), stop(border)
+    pad = (-n) % _CHUNK
+    blocks = xp.pad(pts, ((0, pad), (0, 0))).reshape(-1, _CHUNK, 2)
+
+    def one(block: Any) -> Any:
+        d2 = xp.sum((block[:, None, :] - brd[None, :, :]) ** 2, axis=-1)
+        return xp.argmin(d2, axis=1)
+
+    return lax.map(one, blocks).reshape(-1)[:n]

@@ -1,0 +1,389 @@
+"""A lens model fitted to imaging with a pixelised source: the log-evidence on every backend.
+
+The pipeline of one evaluation, for lens mass profiles in a :class:`~twinlens.fit.tracer.Tracer`
+and a :class:`Pixelization` (mesh plus regularisation):
+
+1. trace the masked-in sub-pixels (and, for a Delaunay mesh, the overlay vertices) to the
+   source plane, ``beta = theta - alpha(theta)``;
+2. relocate those beyond the border (:mod:`~twinlens.fit.pixelised.border`);
+3. build the mesh and its interpolation weights (:mod:`~twinlens.fit.pixelised.meshes`);
+4. the mapping matrix, binned and blurred (:mod:`~twinlens.fit.pixelised.mapping`);
+5. solve and score (:mod:`~twinlens.fit.pixelised.inversion`).
+
+Backends: ``numpy`` is the reference; ``numba`` runs the relocation and the mapping and
+blurring of the (sparse) mapping matrix as compiled loops, and the dense algebra with BLAS and
+LAPACK; ``jax`` runs everything in one jit-compiled program (triangulation through a host
+callback), differentiable with respect to the lens parameters and the regularisation
+coefficient, and vmap-able over both.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from functools import cache, cached_property, lru_cache
+from typing import Any
+
+import numpy as np
+
+from twinlens.backend import resolve_backend
+from twinlens.fields import ValueIdentity
+from twinlens.fit.imaging import Imaging
+from twinlens.fit.pixelised import loops, triangulation
+from twinlens.fit.pixelised.border import relocate
+from twinlens.fit.pixelised.inversion import InversionTerms, solve
+from twinlens.fit.pixelised.mapping import (
+    MaskedLayout,
+    blurred_mapping_matrix,
+    border_indices,
+    mapping_matrix,
+)
+from twinlens.fit.pixelised.meshes import Delaunay, MeshMapping, Rectangular
+from twinlens.fit.pixelised.regularization import EPSILON, Curvature, Regularization
+from twinlens.fit.tracer import Tracer
+from twinlens.profiles.base import _numbers
+from twinlens.profiles.checks import POSITIVE_RANGE
+
+__all__ = ["FitPixelised", "Pixelization", "log_evidence"]
+
+logger = logging.getLogger("twinlens.fit.pixelised")
+
+
+@dataclass(frozen=True, eq=False)
+class Pixelization(ValueIdentity):
+    """A pixelised source: a mesh and the regularisation of its pixels.
+
+    Parameters
+    ----------
+    mesh : Rectangular or Delaunay
+    regularization : Regularization
+        :class:`~twinlens.fit.pixelised.regularization.Constant`,
+        :class:`~twinlens.fit.pixelised.regularization.Curvature` (rectangular meshes) or
+        :class:`~twinlens.fit.pixelised.regularization.AdaptiveBrightness`; its
+        ``coefficient`` is ``lambda``.
+    """
+
+    mesh: Any
+    regularization: Any
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.mesh, (Rectangular, Delaunay)):
+            raise TypeError(
+                f"Pixelization.mesh must be a Rectangular or Delaunay mesh, got "
+                f"{type(self.mesh).__name__}"
+            )
+        if not isinstance(self.regularization, Regularization):
+            raise TypeError(
+                "Pixelization.regularization must be a Constant, Curvature or "
+                f"AdaptiveBrightness, got {type(self.regularization).__name__}"
+            )
+        if isinstance(self.mesh, Delaunay) and isinstance(self.regularization, Curvature):
+            raise ValueError(
+                "Pixelization: Curvature regularisation needs a Rectangular mesh (lattice lines)"
+            )
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """What one dataset and mesh need, computed once (plain numpy)."""
+
+    masked: MaskedLayout
+    border: np.ndarray
+    image_vertices: np.ndarray | None
+
+
+@lru_cache(maxsize=16)
+def _problem(dataset: Imaging, mesh: Any) -> _Problem:
+    masked = MaskedLayout(dataset)
+    border = border_indices(masked)
+    vertices = mesh.image_plane_vertices(dataset.grid)
+    if vertices is not None and vertices.shape[0] < 3:
+        raise ValueError(
+            f"Delaunay.shape={mesh.shape} places {vertices.shape[0]} vertices inside the mask; "
+            "it needs at least 3 (use a larger shape)"
+        )
+    return _Problem(masked, border, vertices)
+
+
+def _check_tracer(tracer: Tracer) -> None:
+    if not isinstance(tracer, Tracer):
+        raise TypeError(f"tracer must be a Tracer, got {type(tracer).__name__}")
+    if any(g.light for g in (*tracer.lenses, *tracer.sources)):
+        raise ValueError(
+            "a pixelised fit takes a tracer of lens mass only: light profiles beside a "
+            "pixelised source are not supported yet (subtract the lens light from the data)"
+        )
+
+
+def _traced(tracer: Tracer, x: Any, y: Any, backend: str, grid: Any, xp: Any) -> Any:
+    ax, ay = tracer._deflections(x, y, backend, grid)
+    return xp.stack([x - ax, y - ay], axis=-1)
+
+
+def _structure(pixelization: Pixelization, mesh: MeshMapping, xp: Any) -> Any:
+    return pixelization.regularization.structure(mesh, xp)
+
+
+def _coefficient_ok(lam: Any) -> Any:
+    return (lam >= POSITIVE_RANGE[0]) & (lam <= POSITIVE_RANGE[1])
+
+
+@dataclass(frozen=True)
+class _Result:
+    terms: InversionTerms
+    model: Any  # blurred model at the masked-in pixels
+    vertices: Any  # source-pixel positions
+    points: Any  # relocated source-plane sub-pixels
+
+
+def _failed(n_mask: int, n_source: int, norm: float, vertices: Any, points: Any) -> _Result:
+    nan = math.nan
+    terms = InversionTerms(np.full(n_source, nan), nan, nan, nan, nan, norm, -math.inf)
+    return _Result(terms, np.full(n_mask, nan), vertices, points)
+
+
+def _evaluate_host(
+    tracer: Tracer, dataset: Imaging, pixelization: Pixelization, backend: str
+) -> _Result:
+    """numpy and numba backends."""
+    prob = _problem(dataset, pixelization.mesh)
+    masked = prob.masked
+    layout = masked.layout
+    points = _traced(tracer, layout.xs, layout.ys, backend, layout, np)
+    border = points[prob.border]
+    vertices = None
+    if prob.image_vertices is not None:
+        vertices = _traced(
+            tracer, prob.image_vertices[:, 0], prob.image_vertices[:, 1], backend, None, np
+        )
+    if backend == "numba":
+        compiled = loops.compiled()
+        bx, by = np.ascontiguousarray(border[:, 0]), np.ascontiguousarray(border[:, 1])
+
+        def move(p: np.ndarray) -> np.ndarray:
+            out_x, out_y = np.empty(p.shape[0]), np.empty(p.shape[0])
+            compiled.relocate_loop(
+                np.ascontiguousarray(p[:, 0]), np.ascontiguousarray(p[:, 1]), bx, by, out_x, out_y
+            )
+            return np.stack([out_x, out_y], axis=-1)
+
+        points = move(points)
+        vertices = None if vertices is None else move(vertices)
+    else:
+        points = relocate(points, border, np)
+        vertices = None if vertices is None else relocate(vertices, border, np)
+    mesh = pixelization.mesh.mapping(points, vertices, np)
+    n_mask, n_source = masked.data.size, mesh.n_pixels
+    norm = float(np.sum(np.log(2.0 * math.pi * masked.noise**2)))
+    if mesh.status != triangulation.STATUS_OK:
+        if isinstance(pixelization.mesh, Rectangular):
+            logger.warning(
+                "pixelised source: the traced sub-pixels span no area; log-evidence is -inf"
+            )
+        return _failed(n_mask, n_source, norm, mesh.vertices, points)
+    if backend == "numba":
+        blurred = _numba_blurred(mesh, masked, dataset)
+    else:
+        m = mapping_matrix(
+            mesh.indices, mesh.weights, masked.sub_pixel, masked.sub_weight, n_mask, n_source
+        )
+        blurred = blurred_mapping_matrix(m, dataset, np)
+    lam = pixelization.regularization.coefficient
+    reg = lam * _structure(pixelization, mesh, np) + EPSILON * np.eye(n_source)
+    terms = solve(blurred, masked.data, masked.noise, reg, np)
+    return _Result(terms, blurred @ terms.reconstruction, mesh.vertices, points)
+
+
+def _numba_blurred(mesh: MeshMapping, masked: MaskedLayout, dataset: Imaging) -> np.ndarray:
+    compiled = loops.compiled()
+    order = masked.order
+    indices = np.ascontiguousarray(mesh.indices[order], dtype=np.int64)
+    weights = np.ascontiguousarray(mesh.weights[order])
+    sub_weight = np.ascontiguousarray(masked.sub_weight[order])
+    starts = masked.starts
+    n_mask = starts.size - 1
+    width = int(np.max(np.diff(starts))) * indices.shape[1]
+    cols = np.zeros((n_mask, width), dtype=np.int64)
+    vals = np.zeros((n_mask, width))
+    counts = np.zeros(n_mask, dtype=np.int64)
+    compiled.sparse_rows(indices, weights, sub_weight, starts, cols, vals, counts)
+    ny, nx = dataset.grid.shape
+    rows, columns = np.divmod(dataset.mask_index, nx)
+    out = np.zeros((n_mask, mesh.n_pixels))
+    compiled.blurred_rows(
+        cols,
+        vals,
+        counts,
+        masked.image_to_mask,
+        rows.astype(np.int64),
+        columns.astype(np.int64),
+        np.ascontiguousarray(dataset.psf.kernel),
+        nx,
+        ny,
+        out,
+    )
+    return out
+
+
+def _evaluate_jax(tracer: Tracer, dataset: Imaging, pixelization: Pixelization) -> tuple:
+    """The JAX program: ``(log_evidence, chi^2, s^T R s, ln det(F + R), ln det R, noise
+    normalisation, reconstruction, model, vertices, points)``."""
+    from twinlens.backend import jax_runtime
+
+    jnp = jax_runtime.load().numpy
+    prob = _problem(dataset, pixelization.mesh)
+    masked = prob.masked
+    layout = masked.layout
+    x, y = jnp.asarray(layout.xs), jnp.asarray(layout.ys)
+    points = _traced(tracer, x, y, "jax", layout, jnp)
+    border = points[prob.border]
+    points = relocate(points, border, jnp)
+    vertices = None
+    if prob.image_vertices is not None:
+        iv = jnp.asarray(prob.image_vertices)
+        vertices = relocate(_traced(tracer, iv[:, 0], iv[:, 1], "jax", None, jnp), border, jnp)
+    mesh = pixelization.mesh.mapping(points, vertices, jnp)
+    n_mask, n_source = masked.data.size, mesh.n_pixels
+    m = mapping_matrix(
+        mesh.indices, mesh.weights, masked.sub_pixel, masked.sub_weight, n_mask, n_source, jnp
+    )
+    blurred = blurred_mapping_matrix(m, dataset, jnp)
+    lam = pixelization.regularization.coefficient
+    lam_ok = _coefficient_ok(lam)
+    lam_safe = jnp.where(lam_ok, lam, 1.0)
+    reg = lam_safe * _structure(pixelization, mesh, jnp) + EPSILON * jnp.eye(n_source)
+    terms = solve(blurred, jnp.asarray(masked.data), jnp.asarray(masked.noise), reg, jnp)
+    ok = lam_ok & (mesh.status == triangulation.STATUS_OK)
+    log_e = jnp.where(ok, terms.log_evidence, -jnp.inf)
+    return (
+        log_e,
+        terms.chi_squared,
+        terms.regularization_term,
+        terms.log_det_curvature_reg,
+        terms.log_det_regularization,
+        terms.noise_normalization,
+        terms.reconstruction,
+        blurred @ terms.reconstruction,
+        mesh.vertices,
+        points,
+    )
+
+
+@cache
+def _jitted() -> Any:
+    from twinlens.backend import jax_runtime
+
+    jax = jax_runtime.load()
+    # the dataset is static (hashes by value); the tracer and the pixelization are pytrees
+    # (lens parameters and lambda are leaves; the mesh's fields are static)
+    return jax.jit(
+        lambda dataset, tracer, pixelization: _evaluate_jax(tracer, dataset, pixelization),
+        static_argnums=(0,),
+    )
+
+
+def log_evidence(
+    tracer: Tracer, dataset: Imaging, pixelization: Pixelization, backend: str | None = None
+) -> Any:
+    """The Bayesian log-evidence of ``dataset`` given the lens ``tracer`` and a pixelised
+    source (see :mod:`twinlens.fit.pixelised.inversion` for the terms).
+
+    Parameters
+    ----------
+    tracer : Tracer
+        Lens galaxies with mass profiles only (no light profiles).
+    dataset : Imaging
+    pixelization : Pixelization
+    backend : str, optional
+        ``numba``, ``jax`` or ``numpy`` (default: the process default; JAX for JAX inputs).
+
+    Returns
+    -------
+    float (numpy, numba) or JAX scalar
+        ``-inf`` for an unusable mesh or a regularisation coefficient out of range.
+    """
+    return FitPixelised(dataset, tracer, pixelization, backend).log_evidence
+
+
+class FitPixelised:
+    """A lens model and a pixelised source fitted to imaging: the evidence and its parts.
+
+    Parameters
+    ----------
+    dataset : Imaging
+    tracer : Tracer
+        Lens mass only.
+    pixelization : Pixelization
+    backend : str, optional
+        ``numba``, ``jax`` or ``numpy``.
+    """
+
+    def __init__(
+        self,
+        dataset: Imaging,
+        tracer: Tracer,
+        pixelization: Pixelization,
+        backend: str | None = None,
+    ) -> None:
+        _check_tracer(tracer)
+        if not isinstance(dataset, Imaging):
+            raise TypeError(f"dataset must be an Imaging, got {type(dataset).__name__}")
+        if not isinstance(pixelization, Pixelization):
+            raise TypeError(f"pixelization must be a Pixelization, got {type(pixelization)}")
+        self.dataset = dataset
+        self.tracer = tracer
+        self.pixelization = pixelization
+        self.backend = resolve_backend(backend, *_numbers(tracer), *_numbers(pixelization))
+        _problem(dataset, pixelization.mesh)  # configuration errors now, not inside a program
+
+    @cached_property
+    def _result(self) -> _Result:
+        if self.backend == "jax":
+            out = _jitted()(self.dataset, self.tracer, self.pixelization)
+            terms = InversionTerms(out[6], out[1], out[2], out[3], out[4], out[5], out[0])
+            return _Result(terms, out[7], out[8], out[9])
+        return _evaluate_host(self.tracer, self.dataset, self.pixelization, self.backend)
+
+    @property
+    def terms(self) -> InversionTerms:
+        """Every term of the log-evidence, and the reconstruction."""
+        return self._result.terms
+
+    @property
+    def log_evidence(self) -> Any:
+        """``-1/2 [chi^2 + s^T R s + ln det(F + R) - ln det R + sum ln(2 pi sigma^2)]``."""
+        return self._result.terms.log_evidence
+
+    @property
+    def chi_squared(self) -> Any:
+        """``sum ((d - B s) / sigma)^2`` over the masked-in pixels."""
+        return self._result.terms.chi_squared
+
+    @property
+    def reconstruction(self) -> Any:
+        """The source pixels' values ``s``, ``(n_source,)``."""
+        return self._result.terms.reconstruction
+
+    @property
+    def source_vertices(self) -> Any:
+        """Source-pixel positions ``(n_source, 2)``, arcsec."""
+        return self._result.vertices
+
+    @property
+    def source_plane_points(self) -> Any:
+        """The traced, relocated sub-pixels ``(n_sub, 2)``, arcsec."""
+        return self._result.points
+
+    @cached_property
+    def model_image(self) -> np.ndarray:
+        """The blurred model ``(ny, nx)``; NaN outside the mask."""
+        out = np.full(self.dataset.grid.n_pixels, np.nan)
+        out[self.dataset.mask_index] = np.asarray(self._result.model)
+        return out.reshape(self.dataset.grid.shape)
+
+    @property
+    def normalized_residual_map(self) -> np.ndarray:
+        """``(data - model) / sigma``, NaN outside the mask."""
+        return (self.dataset.data - self.model_image) / self.dataset.noise_map

@@ -1,0 +1,142 @@
+"""Interpolation weights from source-pixel values to source-plane points.
+
+A pixelised source is a vector ``s`` of values at the mesh's vertices (its *source pixels*);
+the brightness at a point is a weighted sum of a few of them:
+
+* rectangular mesh: bilinear interpolation between the four corners of the lattice cell that
+  holds the point (4 weights);
+* Delaunay mesh: barycentric (linear) interpolation inside the triangle that holds the point
+  (3 weights); a point outside the convex hull of the vertices takes the value of the nearest
+  point of the hull (linear along the nearest hull edge), so the weights are continuous across
+  the hull.
+
+Every weight is a polynomial of the point's and the vertices' coordinates divided by a cell
+size or a triangle's doubled area, so it is differentiable (under JAX) with respect to both;
+which cell or triangle holds a point is found separately and carries no derivative.
+
+The per-point formulas are plain arithmetic (:func:`barycentric_point`,
+:func:`bilinear_point`), so one source serves numpy, JAX and the numba loops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "barycentric_point",
+    "bilinear_point",
+    "bilinear_weights",
+    "delaunay_weights",
+    "hull_edge_fraction",
+]
+
+
+def barycentric_point(
+    x: Any, y: Any, xa: Any, ya: Any, xb: Any, yb: Any, xc: Any, yc: Any
+) -> tuple[Any, Any, Any]:
+    """Barycentric coordinates ``(la, lb, lc)`` of point ``(x, y)`` in triangle ``abc``.
+
+    They sum to 1 and reproduce every linear function exactly:
+    ``la * f(a) + lb * f(b) + lc * f(c) = f(x, y)``. A degenerate (zero-area) triangle gives
+    finite values (its doubled area is replaced by 1); meshes with such triangles are refused
+    before this is reached.
+    """
+    det = (yb - yc) * (xa - xc) + (xc - xb) * (ya - yc)
+    det = det + (det == 0.0)  # arithmetic, so it runs on numpy, JAX and numba scalars
+    la = ((yb - yc) * (x - xc) + (xc - xb) * (y - yc)) / det
+    lb = ((yc - ya) * (x - xc) + (xa - xc) * (y - yc)) / det
+    return la, lb, 1.0 - la - lb
+
+
+def bilinear_point(tx: Any, ty: Any) -> tuple[Any, Any, Any, Any]:
+    """Bilinear weights of the corners ``(x0 y0, x1 y0, x0 y1, x1 y1)`` of a cell, at fractional
+    position ``(tx, ty)`` in ``[0, 1]^2``."""
+    return (1.0 - tx) * (1.0 - ty), tx * (1.0 - ty), (1.0 - tx) * ty, tx * ty
+
+
+def hull_edge_fraction(x: Any, y: Any, xa: Any, ya: Any, xb: Any, yb: Any) -> Any:
+    """Unclamped fraction ``t`` along edge ``ab`` of the projection of point ``(x, y)``;
+    the weights are ``(1 - t, t)`` once ``t`` is clamped to ``[0, 1]``. A zero-length edge
+    gives a finite value."""
+    dx, dy = xb - xa, yb - ya
+    length2 = dx * dx + dy * dy
+    length2 = length2 + (length2 == 0.0)
+    return ((x - xa) * dx + (y - ya) * dy) / length2
+
+
+def bilinear_weights(
+    points: Any, extent: tuple[Any, Any, Any, Any], shape: tuple[int, int], xp: Any = np
+) -> tuple[Any, Any]:
+    """Indices and weights of bilinear interpolation on a lattice of ``shape = (ny, nx)``
+    vertices spanning ``extent = (x_min, x_max, y_min, y_max)``.
+
+    Vertex ``(i, j)`` (row ``i``, column ``j``) sits at
+    ``(x_min + j dx, y_min + i dy)``, ``dx = (x_max - x_min) / (nx - 1)``, and is source pixel
+    ``i * nx + j``. Points outside the extent are clamped to its edge.
+
+    Parameters
+    ----------
+    points : float array (n, 2)
+    extent : 4 floats
+    shape : (int, int)
+        Vertices per side, each >= 2.
+    xp : module
+        ``numpy`` or ``jax.numpy``.
+
+    Returns
+    -------
+    indices : int array (n, 4)
+    weights : float array (n, 4)
+        Non-negative, summing to 1 per point.
+    """
+    ny, nx = shape
+    x_min, x_max, y_min, y_max = extent
+    u = (points[:, 0] - x_min) / ((x_max - x_min) / (nx - 1))
+    v = (points[:, 1] - y_min) / ((y_max - y_min) / (ny - 1))
+    u = xp.clip(u, 0.0, nx - 1.0)
+    v = xp.clip(v, 0.0, ny - 1.0)
+    # the cell is an index (no derivative); the fraction within it carries the derivative
+    j = xp.clip(xp.floor(_stop(u, xp)), 0, nx - 2).astype(np.int64)
+    i = xp.clip(xp.floor(_stop(v, xp)), 0, ny - 2).astype(np.int64)
+    w = bilinear_point(u - j, v - i)
+    base = i * nx + j
+    indices = xp.stack([base, base + 1, base + nx, base + nx + 1], axis=-1)
+    return indices, xp.stack(w, axis=-1)
+
+
+def delaunay_weights(points: Any, vertices: Any, corners: Any, inside: Any, xp: Any = np) -> Any:
+    """Weights of the three ``corners`` of each point's triangle (or hull edge).
+
+    Parameters
+    ----------
+    points : float array (n, 2)
+    vertices : float array (n_vertices, 2)
+    corners : int array (n, 3)
+        For a point inside the hull, its triangle's vertices; for one outside, the nearest hull
+        edge's two vertices, the second repeated.
+    inside : bool array (n,)
+    xp : module
+
+    Returns
+    -------
+    float array (n, 3)
+        Barycentric weights inside; ``(1 - t, t, 0)`` along the nearest hull edge outside.
+    """
+    x, y = points[:, 0], points[:, 1]
+    a, b, c = vertices[corners[:, 0]], vertices[corners[:, 1]], vertices[corners[:, 2]]
+    la, lb, lc = barycentric_point(x, y, a[:, 0], a[:, 1], b[:, 0], b[:, 1], c[:, 0], c[:, 1])
+    t = xp.clip(hull_edge_fraction(x, y, a[:, 0], a[:, 1], b[:, 0], b[:, 1]), 0.0, 1.0)
+    return xp.stack(
+        [xp.where(inside, la, 1.0 - t), xp.where(inside, lb, t), xp.where(inside, lc, 0.0)],
+        axis=-1,
+    )
+
+
+def _stop(value: Any, xp: Any) -> Any:
+    if xp is np:
+        return value
+    from twinlens.backend import jax_runtime
+
+    return jax_runtime.load().lax.stop_gradient(value)

@@ -1,0 +1,147 @@
+"""The regularised linear inversion and its Bayesian evidence (Suyu et al. 2006).
+
+Given the blurred mapping matrix ``B (n_mask, n_source)``, the data ``d`` and noise ``sigma``
+at the masked-in pixels, and the regularisation matrix ``R = lambda H + EPSILON I``:
+
+* data vector ``D = B^T C^-1 d`` and curvature matrix ``F = B^T C^-1 B``,
+  ``C = diag(sigma^2)``;
+* the source ``s`` solves ``(F + R) s = D``, by a Cholesky factorisation ``F + R = L L^T``;
+* the log-evidence is
+
+  ``log E = -1/2 [ chi^2 + s^T R s + ln det(F + R) - ln det(R) + sum ln(2 pi sigma^2) ]``
+
+  with ``chi^2 = sum ((d - B s) / sigma)^2``, each log-determinant twice the sum of the logs
+  of its Cholesky factor's diagonal.
+
+A matrix that is not numerically positive definite (a factor with a non-positive or
+non-finite diagonal) gives ``-inf``, with the reason logged on the host backends.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["InversionTerms", "solve"]
+
+logger = logging.getLogger("twinlens.fit.pixelised")
+
+
+@dataclass(frozen=True)
+class InversionTerms:
+    """The solution and every term of the log-evidence.
+
+    Attributes
+    ----------
+    reconstruction : float array (n_source,)
+        ``s``, the source pixels' values.
+    chi_squared, regularization_term : float
+        ``chi^2`` and ``s^T R s``.
+    log_det_curvature_reg : float
+        ``ln det(F + R)``.
+    log_det_regularization : float
+        ``ln det(R)``.
+    noise_normalization : float
+        ``sum ln(2 pi sigma^2)``.
+    log_evidence : float
+        ``-inf`` where a matrix is not positive definite.
+    """
+
+    reconstruction: Any
+    chi_squared: Any
+    regularization_term: Any
+    log_det_curvature_reg: Any
+    log_det_regularization: Any
+    noise_normalization: Any
+    log_evidence: Any
+
+
+def _log_det_numpy(matrix: np.ndarray, what: str) -> tuple[float, np.ndarray | None]:
+    from scipy.linalg import lapack
+
+    # LAPACK's potrf directly: the same factorisation as np.linalg.cholesky, without its
+    # per-call overhead (measured 1 ms against 10-200 ms for 500 x 500 on a busy machine)
+    factor, info = lapack.dpotrf(np.asarray(matrix, dtype=float), lower=1, clean=1)
+    diag = np.diagonal(factor)
+    if info != 0 or not np.all(np.isfinite(diag) & (diag > 0)):
+        logger.warning("pixelised source: %s is not positive definite; log-evidence is -inf", what)
+        return -math.inf, None
+    return 2.0 * float(np.sum(np.log(diag))), factor
+
+
+def solve(blurred: Any, data: Any, noise: Any, regularization: Any, xp: Any = np) -> InversionTerms:
+    """Solve for the source and compute the log-evidence terms.
+
+    Parameters
+    ----------
+    blurred : float array (n_mask, n_source)
+        ``B``.
+    data, noise : float arrays (n_mask,)
+        ``d`` and ``sigma`` (> 0).
+    regularization : float array (n_source, n_source)
+        ``R``, symmetric positive definite.
+    xp : module
+        ``numpy`` (numpy and numba backends) or ``jax.numpy``.
+
+    Returns
+    -------
+    InversionTerms
+    """
+    bw = blurred / noise[:, None]
+    dw = data / noise
+    curvature = bw.T @ bw
+    vector = bw.T @ dw
+    system = curvature + regularization
+    norm = xp.sum(xp.log(2.0 * math.pi * noise * noise))
+    if xp is np:
+        log_det_a, factor = _log_det_numpy(system, "F + lambda H (curvature + regularisation)")
+        log_det_r, _ = _log_det_numpy(regularization, "the regularisation matrix")
+        if factor is None or not math.isfinite(log_det_r):
+            s = np.full(vector.shape, np.nan)
+            nan = math.nan
+            return InversionTerms(s, nan, nan, log_det_a, log_det_r, float(norm), -math.inf)
+        from scipy.linalg import cho_solve
+
+        s = cho_solve((factor, True), vector)
+        return _score(bw, dw, s, regularization, log_det_a, log_det_r, norm, np)
+    from twinlens.backend import jax_runtime
+
+    jax = jax_runtime.load()
+    ok = xp.bool_(True)
+    logs = []
+    factors = []
+    for matrix in (system, regularization):
+        factor = xp.linalg.cholesky(matrix)
+        diag = xp.diagonal(factor)
+        good = xp.all(xp.isfinite(diag) & (diag > 0))
+        ok = ok & good
+        logs.append(2.0 * xp.sum(xp.log(xp.where(good, diag, 1.0))))
+        factors.append(factor)
+    safe = xp.where(ok, factors[0], xp.eye(system.shape[0]))
+    s = jax.scipy.linalg.cho_solve((safe, True), vector)
+    terms = _score(bw, dw, s, regularization, logs[0], logs[1], norm, xp)
+    return InversionTerms(
+        terms.reconstruction,
+        terms.chi_squared,
+        terms.regularization_term,
+        terms.log_det_curvature_reg,
+        terms.log_det_regularization,
+        terms.noise_normalization,
+        xp.where(ok & xp.isfinite(terms.log_evidence), terms.log_evidence, -xp.inf),
+    )
+
+
+def _score(
+    bw: Any, dw: Any, s: Any, reg: Any, log_det_a: Any, log_det_r: Any, norm: Any, xp: Any
+) -> InversionTerms:
+    residual = dw - bw @ s
+    chi2 = xp.sum(residual * residual)
+    reg_term = s @ (reg @ s)
+    log_e = -0.5 * (chi2 + reg_term + log_det_a - log_det_r + norm)
+    if xp is np:
+        chi2, reg_term, log_e, norm = float(chi2), float(reg_term), float(log_e), float(norm)
+    return InversionTerms(s, chi2, reg_term, log_det_a, log_det_r, norm, log_e)

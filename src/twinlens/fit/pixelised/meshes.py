@@ -1,0 +1,251 @@
+"""Source-plane meshes: where the source pixels sit and how points interpolate between them.
+
+A mesh is static configuration (its fields select array sizes, so they hash by value and are
+never JAX leaves). Given the traced, border-relocated sub-pixel positions of an evaluation, it
+returns a :class:`MeshMapping`: for each sub-pixel, the source pixels it reads and their
+weights, and the neighbour pairs that regularisation couples.
+
+* :class:`Rectangular`: an ``(ny, nx)`` lattice of vertices spanning the traced sub-pixels'
+  extent; bilinear interpolation (4 weights per sub-pixel); neighbours along rows and columns.
+* :class:`Delaunay`: vertices at the points of an ``(ny, nx)`` overlay grid that fall in the
+  mask, traced to the source plane (and relocated like the sub-pixels); barycentric
+  interpolation in their Delaunay triangulation (3 weights); neighbours along triangle edges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from twinlens.fields import ValueIdentity, static_field
+from twinlens.fit.pixelised import triangulation
+from twinlens.fit.pixelised.interpolation import bilinear_weights, delaunay_weights
+from twinlens.grids import Grid2D
+
+__all__ = ["Delaunay", "MeshMapping", "Rectangular", "overlay_points"]
+
+
+@dataclass(frozen=True)
+class MeshMapping:
+    """One evaluation's mesh: interpolation from source pixels to points, and neighbours.
+
+    Attributes
+    ----------
+    indices : int array (n_points, k)
+        Source pixels each point reads (``k = 4`` rectangular, 3 Delaunay).
+    weights : float array (n_points, k)
+        Their interpolation weights (summing to 1 per point).
+    n_pixels : int
+        Source pixels.
+    vertices : float array (n_pixels, 2)
+        Source-pixel positions ``(x, y)``, arcsec.
+    edges : int array (n_edges, 2)
+        Neighbouring source-pixel pairs (may include padding).
+    edge_valid : bool array (n_edges,)
+        False on padding.
+    stencils : int array (n_stencils, 3) or None
+        Rows and columns of three consecutive pixels ``(left, middle, right)`` along a lattice
+        line (the second differences of curvature regularisation); rectangular meshes only.
+    status : int or int array
+        0 when usable; else a :mod:`~twinlens.fit.pixelised.triangulation` status code.
+    """
+
+    indices: Any
+    weights: Any
+    n_pixels: int
+    vertices: Any
+    edges: Any
+    edge_valid: Any
+    stencils: Any
+    status: Any
+
+
+@dataclass(frozen=True, eq=False)
+class Rectangular(ValueIdentity):
+    """A uniform lattice of ``shape = (ny, nx)`` source pixels over the traced sub-pixels'
+    extent, with bilinear interpolation.
+
+    Parameters
+    ----------
+    shape : (int, int)
+        Vertices along y and x, each from 3 to 1000 (curvature regularisation needs three in
+        a line).
+    """
+
+    shape: tuple = static_field(default=(30, 30))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (
+            not isinstance(self.shape, tuple)
+            or len(self.shape) != 2
+            or not all(isinstance(n, int) and 3 <= n <= 1000 for n in self.shape)
+        ):
+            raise ValueError(
+                f"Rectangular.shape must be (ny, nx), integers from 3 to 1000, got {self.shape!r}"
+            )
+
+    @property
+    def n_pixels(self) -> int:
+        """Source pixels."""
+        return self.shape[0] * self.shape[1]
+
+    def image_plane_vertices(self, grid: Grid2D) -> np.ndarray | None:
+        """None: the lattice is placed from the traced sub-pixels, not traced vertices."""
+        return None
+
+    def mapping(self, points: Any, vertices: Any, xp: Any = np) -> MeshMapping:
+        """The mesh for traced sub-pixels ``points (n, 2)`` (``vertices`` is unused)."""
+        ny, nx = self.shape
+        lo = xp.min(points, axis=0)
+        hi = xp.max(points, axis=0)
+        width = hi - lo
+        ok = (width[0] > 0) & (width[1] > 0)
+        # a zero-width extent (every point on one line) is unusable; keep the arithmetic finite
+        hi = xp.where(ok, hi, lo + 1.0)
+        extent = (lo[0], hi[0], lo[1], hi[1])
+        indices, weights = bilinear_weights(points, extent, self.shape, xp)
+        xs = lo[0] + (hi[0] - lo[0]) * xp.linspace(0.0, 1.0, nx)
+        ys = lo[1] + (hi[1] - lo[1]) * xp.linspace(0.0, 1.0, ny)
+        vx = xp.broadcast_to(xs[None, :], (ny, nx)).reshape(-1)
+        vy = xp.broadcast_to(ys[:, None], (ny, nx)).reshape(-1)
+        edges, stencils = _lattice(self.shape)
+        status = xp.where(ok, triangulation.STATUS_OK, triangulation.STATUS_DEGENERATE)
+        if xp is np:
+            status = int(status)
+        return MeshMapping(
+            indices=indices,
+            weights=weights,
+            n_pixels=self.n_pixels,
+            vertices=xp.stack([vx, vy], axis=-1),
+            edges=edges,
+            edge_valid=np.ones(len(edges), dtype=bool),
+            stencils=stencils,
+            status=status,
+        )
+
+
+@lru_cache(maxsize=16)
+def _lattice(shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Neighbour pairs and three-in-a-line stencils of an ``(ny, nx)`` lattice."""
+    ny, nx = shape
+    index = np.arange(ny * nx).reshape(ny, nx)
+    edges = np.concatenate(
+        [
+            np.stack([index[:, :-1].ravel(), index[:, 1:].ravel()], axis=-1),
+            np.stack([index[:-1, :].ravel(), index[1:, :].ravel()], axis=-1),
+        ]
+    )
+    stencils = np.concatenate(
+        [
+            np.stack([index[:, :-2].ravel(), index[:, 1:-1].ravel(), index[:, 2:].ravel()], -1),
+            np.stack([index[:-2, :].ravel(), index[1:-1, :].ravel(), index[2:, :].ravel()], -1),
+        ]
+    )
+    for a in (edges, stencils):
+        a.setflags(write=False)
+    return edges, stencils
+
+
+@dataclass(frozen=True, eq=False)
+class Delaunay(ValueIdentity):
+    """Source pixels at the traced points of an image-plane overlay grid, triangulated, with
+    barycentric interpolation.
+
+    Vertices that coincide in the source plane (the border relocation can move two onto one
+    point) are kept: each is tied by regularisation to the vertex it coincides with and
+    receives no light of its own.
+
+    Parameters
+    ----------
+    shape : (int, int)
+        The overlay grid: ``ny x nx`` points spread uniformly over the bounding box of the
+        mask's pixels; those falling in a masked-in pixel become vertices. Each from 2 to 1000.
+    image_vertices : float array (n, 2), optional
+        Image-plane vertex positions ``(x, y)`` (arcsec) to use instead of the overlay: at
+        least 3, distinct, not all on one line (e.g. from a clustering of a previous fit's
+        source brightness).
+    """
+
+    shape: tuple = static_field(default=(30, 30))
+    image_vertices: Any = static_field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.image_vertices is not None:
+            vertices = np.asarray(self.image_vertices, dtype=float)
+            if vertices.ndim != 2 or vertices.shape[1] != 2:
+                raise ValueError(
+                    f"Delaunay.image_vertices must have shape (n, 2), got {vertices.shape}"
+                )
+            triangulation.check_vertices(vertices, "Delaunay.image_vertices")
+            object.__setattr__(self, "image_vertices", vertices)
+        super().__post_init__()
+        if (
+            not isinstance(self.shape, tuple)
+            or len(self.shape) != 2
+            or not all(isinstance(n, int) and 2 <= n <= 1000 for n in self.shape)
+        ):
+            raise ValueError(
+                f"Delaunay.shape must be (ny, nx), integers from 2 to 1000, got {self.shape!r}"
+            )
+
+    def image_plane_vertices(self, grid: Grid2D) -> np.ndarray:
+        """The vertices in the image plane, ``(n_vertices, 2)``, arcsec: ``image_vertices``,
+        or the overlay points inside the mask."""
+        if self.image_vertices is not None:
+            return self.image_vertices
+        return overlay_points(grid, self.shape)
+
+    def mapping(self, points: Any, vertices: Any, xp: Any = np) -> MeshMapping:
+        """The mesh for traced sub-pixels ``points (n, 2)`` and traced vertices
+        ``vertices (n_vertices, 2)``."""
+        if xp is np:
+            top = triangulation.topology(vertices, points)
+            corners, inside, edges, valid, status = (
+                top.corners,
+                top.inside,
+                top.edges,
+                top.edge_valid,
+                top.status,
+            )
+        else:
+            corners, inside, edges, valid, status = triangulation.jax_topology(vertices, points)
+        weights = delaunay_weights(points, vertices, corners, inside, xp)
+        return MeshMapping(
+            indices=corners,
+            weights=weights,
+            n_pixels=int(vertices.shape[0]),
+            vertices=vertices,
+            edges=edges,
+            edge_valid=valid,
+            stencils=None,
+            status=status,
+        )
+
+
+def overlay_points(grid: Grid2D, shape: tuple[int, int]) -> np.ndarray:
+    """Points of an ``shape = (ny, nx)`` grid spread over the bounding box of ``grid``'s used
+    pixels (edges included), kept where they fall inside a used pixel; ``(n, 2)``, arcsec."""
+    return _overlay(grid, tuple(shape))
+
+
+@lru_cache(maxsize=32)
+def _overlay(grid: Grid2D, shape: tuple[int, int]) -> np.ndarray:
+    used = grid.used
+    s = grid.pixel_scale
+    xs, ys = grid.x[used], grid.y[used]
+    ny, nx = shape
+    ox = np.linspace(xs.min() - s / 2, xs.max() + s / 2, nx + 2)[1:-1]
+    oy = np.linspace(ys.min() - s / 2, ys.max() + s / 2, ny + 2)[1:-1]
+    yy, xx = np.meshgrid(oy, ox, indexing="ij")
+    gny, gnx = grid.shape
+    col = np.floor((xx - grid.origin[0]) / s + gnx / 2).astype(np.int64)
+    row = np.floor((yy - grid.origin[1]) / s + gny / 2).astype(np.int64)
+    ok = (col >= 0) & (col < gnx) & (row >= 0) & (row < gny)
+    ok[ok] = used[row[ok], col[ok]]
+    out = np.stack([xx[ok], yy[ok]], axis=-1)
+    out.setflags(write=False)
+    return out
