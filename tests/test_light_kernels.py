@@ -12,7 +12,7 @@ import pytest
 from scipy import integrate
 
 from twinlens.backend import BACKENDS, jax_runtime
-from twinlens.kernels import registry
+from twinlens.kernels import registry, sersic_index
 from twinlens.kernels.light import (
     R_FLOOR,
     core_sersic,
@@ -74,10 +74,35 @@ def test_sersic_b_matches_mpmath(n):
     ref = mp_sersic_b(n)
     # scipy's gammaincinv: measured below 2e-15 relative on [0.2, 10]
     assert float(abs(sersic_b(n) - ref) / ref) < 1e-13
-    # JAX Newton: limited by jax's gammainc, measured below 5e-15 relative
+    # traced: the Chebyshev series, measured below 1e-15 relative
     got = jax.jit(sersic_b)(jnp.float64(n))
     assert isinstance(got, jax.Array)
     assert float(abs(float(got) - ref) / ref) < 1e-13
+
+
+def test_traced_sersic_b_series_is_the_mpmath_chebyshev_series():
+    # the series' coefficients recomputed from 40-digit roots at the Chebyshev nodes in log n
+    # (a discrete cosine transform in mpmath): the stored ones must be these, to rounding
+    n_coef = len(sersic_index.CHEBYSHEV)
+    with mp.workdps(40):
+        t_lo, t_hi = mp.log(mp.mpf(sersic_index.N_LO)), mp.log(mp.mpf(sersic_index.N_HI))
+        nodes = [mp.cos(mp.pi * (i + mp.mpf(1) / 2) / n_coef) for i in range(n_coef)]
+        g = []
+        for x in nodes:
+            n = mp.exp(t_lo + (x + 1) / 2 * (t_hi - t_lo))
+            g.append(mp_sersic_b(n, dps=40) - 2 * n + mp.mpf(1) / 3)
+        angle = [mp.pi * (i + mp.mpf(1) / 2) / n_coef for i in range(n_coef)]
+        coef = [
+            2 * mp.fsum(g[i] * mp.cos(j * angle[i]) for i in range(n_coef)) / n_coef
+            for j in range(n_coef)
+        ]
+        coef[0] /= 2
+    np.testing.assert_allclose(sersic_index.CHEBYSHEV, [float(c) for c in coef], rtol=0, atol=1e-17)
+    assert abs(float(coef[-1])) < 1e-20  # the series has converged where it stops
+    # and between the nodes, on the whole range, against mpmath roots
+    for n in np.geomspace(sersic_index.N_LO, sersic_index.N_HI, 23):
+        ref = mp_sersic_b(float(n))
+        assert abs(float(jax.jit(sersic_b)(jnp.float64(n))) - float(ref)) / float(ref) < 1e-14
 
 
 def test_sersic_b_arrays_keep_their_shape():
@@ -102,7 +127,7 @@ def test_sersic_b_gradient_is_the_implicit_derivative(n):
         dp_db = b ** (a - 1) * mp.exp(-b) / mp.gamma(a)
         ref = -2 * dp_da / dp_db
     got = float(jax.grad(sersic_b)(jnp.float64(n)))
-    # measured below 6e-15 relative; jax's d gammainc / da is the limiting factor
+    # the derivative of the series, measured below 1e-13 relative
     assert abs(got - float(ref)) / abs(float(ref)) < 1e-12
     # and a central difference of the scipy path (step 1e-5: truncation ~1e-10, rounding ~1e-11)
     h = 1e-5

@@ -69,82 +69,25 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.special as sc
 
-from twinlens.backend import jax_runtime
-from twinlens.backend.concrete import any_jax
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.gaussian import quadratic_form
 from twinlens.kernels.ops import exp_vectorised as exp  # the Sersic's time is mostly exp, log
 from twinlens.kernels.ops import log1p, maximum, pointwise, where
 from twinlens.kernels.ops import log_vectorised as log
 from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.sersic_index import sersic_b
 from twinlens.kernels.tolerance import Tolerance
 
 #: the floor of the elliptical radius in the core-Sersic cusp factor, arcsec (lenstronomy's)
 R_FLOOR = 1e-5
-#: the range of Sersic indices for which :func:`sersic_b` is documented (and tested)
+#: the range of Sersic indices the light profiles accept
 N_MIN, N_MAX = 0.2, 10.0
-#: Newton steps of the JAX :func:`sersic_b` (4 reach float64 precision at n = 0.2, fewer above)
-N_NEWTON = 6
 
 
 # ------------------------------------------------------------------------------------------
-# b_n
-
-
-def _ciotti_bertin(n: Any) -> Any:
-    # Ciotti & Bertin (1999), eq. 18: the asymptotic expansion of b_n in 1/n. Relative error
-    # 1.7e-9 at n = 10, 2.5e-5 at n = 1, 10% (too low) at n = 0.2.
-    inv = 1.0 / n
-    return (
-        2.0 * n
-        - 1.0 / 3.0
-        + inv
-        * (
-            4.0 / 405.0
-            + inv * (46.0 / 25515.0 + inv * (131.0 / 1148175.0 - inv * 2194697.0 / 30690717750.0))
-        )
-    )
-
-
-def sersic_b(n: Any) -> Any:
-    """The exact Sersic ``b_n``: the root of ``P(2n, b) = 1/2``, ``P`` the regularised lower
-    incomplete gamma function, so that ``R_e`` is exactly the half-light radius.
-
-    Parameters
-    ----------
-    n : float, array_like, or JAX array / tracer, any shape
-        Sersic index; documented and tested for ``n`` in ``[0.2, 10]`` (``N_MIN, N_MAX``).
-        Nothing is checked here (the profiles check ranges).
-
-    Returns
-    -------
-    float or array, the shape of ``n``
-        numpy input (a Python scalar, list, numpy array of any shape, e.g. ``(B, 1)``):
-        ``scipy.special.gammaincinv(2n, 0.5)``, a numpy float or array. JAX arrays and tracers:
-        ``N_NEWTON`` Newton steps on ``jax.scipy.special.gammainc(2n, b) - 1/2`` from the
-        Ciotti & Bertin (1999) expansion, a JAX array, converged to float64 precision on
-        ``[0.2, 10]`` and differentiable in ``n`` (at the root a Newton step's derivative in
-        ``n`` is the implicit-function derivative ``-dP/dn / (dP/db)``).
-    """
-    if not any_jax(n):
-        return sc.gammaincinv(2.0 * np.asarray(n, dtype=float), 0.5)
-    jax = jax_runtime.load()
-    from jax.scipy.special import gammainc, gammaln
-
-    jnp = jax.numpy
-    n = jnp.asarray(n)
-    a = 2.0 * n
-    b = _ciotti_bertin(n)
-    # f(b) = P(a, b) - 1/2 is increasing in b, and concave past b = a - 1 (all of b > 0 when
-    # a < 1): from the expansion's start, which lies left of the root where it is poor
-    # (n < 0.3), the iterates rise monotonically to the root.
-    log_norm = gammaln(a)
-    for _ in range(N_NEWTON):
-        # 1 / f'(b) = Gamma(a) b^(1 - a) e^b
-        b = b - (gammainc(a, b) - 0.5) * jnp.exp(b - (a - 1.0) * jnp.log(b) + log_norm)
-    return b
+# b_n: the exact one lives in sersic_index (shared with the Sersic mass); light keeps the
+# approximate forms that other codes use
 
 
 def sersic_b_capaccioli(n: Any) -> Any:

@@ -32,7 +32,8 @@ import numpy as np
 import scipy.special as sc
 
 from twinlens.backend import jax_runtime
-from twinlens.backend.concrete import any_jax, is_concrete
+from twinlens.backend.concrete import any_jax
+from twinlens.kernels.sersic_index import sersic_b
 
 ArrayLike = Any
 
@@ -118,57 +119,6 @@ def _gammaln(x: ArrayLike) -> ArrayLike:
 
 
 # --- Sersic ----------------------------------------------------------------------------------
-
-_NEWTON_STEPS = 5
-
-
-def sersic_b(n: ArrayLike) -> ArrayLike:
-    """The Sersic ``b_n``: the root of ``Gamma(2n) = 2 gamma(2n, b_n)``, so that ``R_eff``
-    encloses half of the total light (mass).
-
-    Concrete ``n`` (Python or numpy floats, concrete JAX arrays): ``scipy.special.gammaincinv(2n,
-    1/2)``, within ``2e-15`` relative of a 40-digit mpmath root for ``0.2 <= n <= 15``.
-
-    Traced ``n`` (JAX): five Newton steps on ``P(2n, b) - 1/2`` (``P`` the regularised lower
-    incomplete gamma function, ``jax.scipy.special.gammainc``) from the Ciotti & Bertin (1999)
-    asymptotic series ``2n - 1/3 + 4/(405 n) + ...``; a fixed number of steps, so nothing
-    branches on the traced value. Measured: within ``5e-15`` relative of mpmath for
-    ``0.2 <= n <= 15``; ``jax.grad`` differentiates through the steps and gives ``db/dn`` within
-    ``3e-14`` relative of the implicit derivative (Newton's map has zero derivative in ``b`` at
-    its fixed point, so the derivative of the last step is the implicit one).
-
-    Parameters
-    ----------
-    n : float or scalar array
-        Sersic index, dimensionless, ``n > 0.2`` (twinlens decomposes ``n >= 0.5``).
-
-    Returns
-    -------
-    float or scalar array
-        ``b_n``, dimensionless.
-    """
-    if is_concrete(n) and not any_jax(n):
-        return float(sc.gammaincinv(2.0 * float(n), 0.5))
-    if is_concrete(n):
-        jnp = jax_runtime.load().numpy
-        return jnp.asarray(sc.gammaincinv(2.0 * float(n), 0.5))
-    jnp = jax_runtime.load().numpy
-    import jax.scipy.special as jsc
-
-    a = 2.0 * n
-    b = (
-        2.0 * n
-        - 1.0 / 3.0
-        + 4.0 / (405.0 * n)
-        + 46.0 / (25515.0 * n**2)
-        + 131.0 / (1148175.0 * n**3)
-        - 2194697.0 / (30690717750.0 * n**4)
-    )
-    for _ in range(_NEWTON_STEPS):
-        f = jsc.gammainc(a, b) - 0.5
-        dfdb = jnp.exp((a - 1.0) * jnp.log(b) - b - jsc.gammaln(a))
-        b = b - f / dfdb
-    return b
 
 
 def sersic_convergence(R: ArrayLike, k_eff: ArrayLike, R_eff: ArrayLike, n: ArrayLike) -> ArrayLike:
