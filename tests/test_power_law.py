@@ -99,6 +99,41 @@ def test_deflections_against_mpmath(reference, backend):
     assert worst < 1e-12  # the target, q in [0.1, 1], slope in [1.2, 2.8]
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_numba_blocks_equal_the_numpy_series_across_block_edges(threads):
+    # numba sums the deflection series a block of points at a time (power_law.BLOCK): many
+    # blocks, a partial last one and both thread counts, against the numpy per-point series
+    # (a second algorithm: whole-array Horner on numpy), at lengths from 1 to ~260 terms
+    from twinlens.backend import numba_runtime
+    from twinlens.kernels import power_law
+
+    numba = numba_runtime.load()
+    rng = np.random.default_rng(7)
+    n = 5 * power_law.BLOCK + 37
+    x, y = rng.uniform(-3.0, 3.0, (2, n))
+    x[:3], y[:3] = 0.05, -0.02  # the centre itself, where alpha = 0
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        for q, angle, slope in [
+            (0.8, 17.0, 2.2),
+            (0.2, -63.0, 1.3),
+            (1.0, 0.0, 2.7),
+            (0.07, 115.0, 1.9),
+        ]:
+            profile = PowerLaw.from_axis_ratio(
+                q=q, angle=angle, einstein_radius=THETA_E, slope=slope, centre=(0.05, -0.02)
+            )
+            xy = np.stack([x, y], axis=-1)
+            got = np.asarray(profile.deflections(xy, backend="numba"))
+            ref = np.asarray(profile.deflections(xy, backend="numpy"))
+            scale = np.maximum(np.linalg.norm(ref, axis=-1), 1e-300)[:, None]
+            assert np.max(np.abs(got - ref) / scale) < 1e-13, (q, slope)
+            assert np.all(got[:3] == 0.0)
+    finally:
+        numba.set_num_threads(before)
+
+
 def test_traced_parameters_are_accurate_down_to_q_01(reference):
     @jax.jit
     def deflect(e1, e2, slope):
