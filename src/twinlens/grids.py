@@ -44,7 +44,7 @@ class SubPixelLayout(ValueIdentity):
 
     Attributes
     ----------
-    pixels : int array (n_pixels,)
+    pixels : int array, one entry per evaluated pixel
         Flat (row-major) indices of the evaluated pixels, level after level: the order of the
         binned values.
     levels : tuple of (factor, n_pixels_at_level)

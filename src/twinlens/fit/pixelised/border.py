@@ -63,7 +63,7 @@ def border_sub_indices(used: np.ndarray, pixels: np.ndarray, factor: int) -> np.
     ----------
     used : bool array (ny, nx)
         The mask (True = fitted).
-    pixels : int array (n_pixels,)
+    pixels : int array, one entry per pixel
         Flat indices of the layout's pixels, in layout order (each has ``factor**2`` sub-pixels,
         row-major within the pixel).
     factor : int

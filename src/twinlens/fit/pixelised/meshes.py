@@ -40,7 +40,7 @@ class MeshMapping:
         Their interpolation weights (summing to 1 per point).
     n_pixels : int
         Source pixels.
-    vertices : float array (n_pixels, 2)
+    vertices : float array, a row (x, y) per source pixel
         Source-pixel positions ``(x, y)``, arcsec.
     edges : int array (n_edges, 2)
         Neighbouring source-pixel pairs (may include padding).

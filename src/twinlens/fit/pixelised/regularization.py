@@ -144,7 +144,7 @@ class AdaptiveBrightness(Regularization):
     ----------
     coefficient : float
         ``lambda`` > 0.
-    pixel_weights : float array (n_pixels,)
+    pixel_weights : float array, one per source pixel
         ``w`` >= 0, one per source pixel, finite (from :func:`adaptive_weights`); with all
         weights 1 this is :class:`Constant`.
     """
@@ -189,7 +189,7 @@ def adaptive_weights(
 
     Parameters
     ----------
-    source : float array (n_pixels,)
+    source : float array, one value per source pixel
     inner, outer : float
         >= 0.
     signal_scale : float
@@ -197,7 +197,7 @@ def adaptive_weights(
 
     Returns
     -------
-    float array (n_pixels,)
+    float array, one weight per source pixel
     """
     s = np.maximum(np.asarray(source, dtype=float), 0.0)
     if not (inner >= 0 and outer >= 0 and signal_scale > 0):
