@@ -32,12 +32,13 @@ from twinlens.fields import ValueIdentity
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.pixelised import loops, triangulation
 from twinlens.fit.pixelised.border import relocate
-from twinlens.fit.pixelised.inversion import InversionTerms, solve
+from twinlens.fit.pixelised.inversion import InversionTerms, solve, solve_normal
 from twinlens.fit.pixelised.mapping import (
     MaskedLayout,
     blurred_mapping_matrix,
     border_indices,
     mapping_matrix,
+    sparse_blurred,
 )
 from twinlens.fit.pixelised.meshes import Delaunay, MeshMapping, Rectangular
 from twinlens.fit.pixelised.regularization import EPSILON, Curvature, Regularization
@@ -183,15 +184,28 @@ def _evaluate_host(
                 "pixelised source: the traced sub-pixels span no area; log-evidence is -inf"
             )
         return _failed(n_mask, n_source, norm, mesh.vertices, points)
-    if backend == "numba":
-        blurred = _numba_blurred(mesh, masked, dataset)
-    else:
-        m = mapping_matrix(
-            mesh.indices, mesh.weights, masked.sub_pixel, masked.sub_weight, n_mask, n_source
-        )
-        blurred = blurred_mapping_matrix(m, dataset, np)
     lam = pixelization.regularization.coefficient
     reg = lam * _structure(pixelization, mesh, np) + EPSILON * np.eye(n_source)
+    if backend == "numba":
+        # the sparse route: F = B~^T B~ over the nonzeros of the blurred mapping matrix
+        sparse = sparse_blurred(mesh.indices, mesh.weights, n_source, masked, 1.0 / masked.noise)
+        dw = masked.data / masked.noise
+        terms = solve_normal(
+            sparse.curvature(),
+            sparse.transpose_times(dw),
+            dw,
+            masked.noise,
+            reg,
+            sparse.times,
+            np,
+        )
+        return _Result(
+            terms, masked.noise * sparse.times(terms.reconstruction), mesh.vertices, points
+        )
+    m = mapping_matrix(
+        mesh.indices, mesh.weights, masked.sub_pixel, masked.sub_weight, n_mask, n_source
+    )
+    blurred = blurred_mapping_matrix(m, dataset, np)
     terms = solve(blurred, masked.data, masked.noise, reg, np)
     return _Result(terms, blurred @ terms.reconstruction, mesh.vertices, points)
 
