@@ -29,6 +29,7 @@ from twinlens.grids import SubPixelLayout, sub_pixel_rule
 __all__ = [
     "MaskedLayout",
     "SparseBlurred",
+    "blurred_columns",
     "blurred_mapping_matrix",
     "border_indices",
     "mapping_matrix",
@@ -151,6 +152,27 @@ def blurred_mapping_matrix(mapping: Any, dataset: Imaging, xp: Any = np) -> Any:
         cube = xp.zeros((n_source, ny * nx), dtype=mapping.dtype).at[:, index].set(mapping.T)
     blurred = convolve(cube.reshape(n_source, ny, nx), dataset.psf, xp)
     return blurred.reshape(n_source, ny * nx)[:, index].T
+
+
+def blurred_columns(
+    indices: Any, weights: Any, n_source: int, masked: MaskedLayout, xp: Any = np
+) -> Any:
+    """``B^T (n_source, n_mask)``, the transposed blurred mapping matrix, without forming
+    ``M``: the sub-pixel entries are added straight into one image per source pixel, the images
+    are convolved with the PSF and read at the masked-in pixels (the same result as
+    :func:`blurred_mapping_matrix`, with one scatter of the ``n_sub k`` entries instead of a
+    scatter of ``n_mask n_source`` values; JAX)."""
+    dataset = masked.dataset
+    ny, nx = dataset.grid.shape
+    pixel = np.broadcast_to(dataset.mask_index[masked.sub_pixel][:, None], indices.shape)
+    values = weights * masked.sub_weight[:, None]
+    if xp is np:
+        cube = np.zeros((n_source, ny * nx))
+        np.add.at(cube, (indices, pixel), values)
+    else:
+        cube = xp.zeros((n_source, ny * nx), dtype=values.dtype).at[indices, pixel].add(values)
+    blurred = convolve(cube.reshape(n_source, ny, nx), dataset.psf, xp)
+    return blurred.reshape(n_source, ny * nx)[:, dataset.mask_index]
 
 
 def border_indices(masked: MaskedLayout) -> np.ndarray:
