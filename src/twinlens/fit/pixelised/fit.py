@@ -32,12 +32,14 @@ from twinlens.fields import ValueIdentity
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.pixelised import loops, triangulation
 from twinlens.fit.pixelised.border import relocate
-from twinlens.fit.pixelised.inversion import InversionTerms, solve
+from twinlens.fit.pixelised.inversion import InversionTerms, one_blas_thread, solve, solve_normal
 from twinlens.fit.pixelised.mapping import (
     MaskedLayout,
+    blurred_columns,
     blurred_mapping_matrix,
     border_indices,
     mapping_matrix,
+    sparse_blurred,
 )
 from twinlens.fit.pixelised.meshes import Delaunay, MeshMapping, Rectangular
 from twinlens.fit.pixelised.regularization import EPSILON, Curvature, Regularization
@@ -183,15 +185,28 @@ def _evaluate_host(
                 "pixelised source: the traced sub-pixels span no area; log-evidence is -inf"
             )
         return _failed(n_mask, n_source, norm, mesh.vertices, points)
-    if backend == "numba":
-        blurred = _numba_blurred(mesh, masked, dataset)
-    else:
-        m = mapping_matrix(
-            mesh.indices, mesh.weights, masked.sub_pixel, masked.sub_weight, n_mask, n_source
-        )
-        blurred = blurred_mapping_matrix(m, dataset, np)
     lam = pixelization.regularization.coefficient
     reg = lam * _structure(pixelization, mesh, np) + EPSILON * np.eye(n_source)
+    if backend == "numba":
+        # the sparse route: F = B~^T B~ over the nonzeros of the blurred mapping matrix
+        sparse = sparse_blurred(mesh.indices, mesh.weights, n_source, masked, 1.0 / masked.noise)
+        dw = masked.data / masked.noise
+        terms = solve_normal(
+            sparse.curvature(),
+            sparse.transpose_times(dw),
+            dw,
+            masked.noise,
+            reg,
+            sparse.times,
+            np,
+        )
+        return _Result(
+            terms, masked.noise * sparse.times(terms.reconstruction), mesh.vertices, points
+        )
+    m = mapping_matrix(
+        mesh.indices, mesh.weights, masked.sub_pixel, masked.sub_weight, n_mask, n_source
+    )
+    blurred = blurred_mapping_matrix(m, dataset, np)
     terms = solve(blurred, masked.data, masked.noise, reg, np)
     return _Result(terms, blurred @ terms.reconstruction, mesh.vertices, points)
 
@@ -245,16 +260,19 @@ def _evaluate_jax(tracer: Tracer, dataset: Imaging, pixelization: Pixelization) 
         iv = jnp.asarray(prob.image_vertices)
         vertices = relocate(_traced(tracer, iv[:, 0], iv[:, 1], "jax", None, jnp), border, jnp)
     mesh = pixelization.mesh.mapping(points, vertices, jnp)
-    n_mask, n_source = masked.data.size, mesh.n_pixels
-    m = mapping_matrix(
-        mesh.indices, mesh.weights, masked.sub_pixel, masked.sub_weight, n_mask, n_source, jnp
-    )
-    blurred = blurred_mapping_matrix(m, dataset, jnp)
+    n_source = mesh.n_pixels
+    noise = jnp.asarray(masked.noise)
+    dw = jnp.asarray(masked.data / masked.noise)
+    # B~^T = (B / sigma)^T, (n_source, n_mask): F = B~^T B~ and D = B~^T d~ contract the
+    # long axis without transposing the matrix
+    columns = blurred_columns(mesh.indices, mesh.weights, n_source, masked, jnp) / noise
     lam = pixelization.regularization.coefficient
     lam_ok = _coefficient_ok(lam)
     lam_safe = jnp.where(lam_ok, lam, 1.0)
     reg = lam_safe * _structure(pixelization, mesh, jnp) + EPSILON * jnp.eye(n_source)
-    terms = solve(blurred, jnp.asarray(masked.data), jnp.asarray(masked.noise), reg, jnp)
+    terms = solve_normal(
+        columns @ columns.T, columns @ dw, dw, noise, reg, lambda s: s @ columns, jnp
+    )
     ok = lam_ok & (mesh.status == triangulation.STATUS_OK)
     log_e = jnp.where(ok, terms.log_evidence, -jnp.inf)
     return (
@@ -265,7 +283,7 @@ def _evaluate_jax(tracer: Tracer, dataset: Imaging, pixelization: Pixelization) 
         terms.log_det_regularization,
         terms.noise_normalization,
         terms.reconstruction,
-        blurred @ terms.reconstruction,
+        noise * (terms.reconstruction @ columns),
         mesh.vertices,
         points,
     )
@@ -341,7 +359,12 @@ class FitPixelised:
     @cached_property
     def _result(self) -> _Result:
         if self.backend == "jax":
-            out = _jitted()(self.dataset, self.tracer, self.pixelization)
+            from twinlens.backend import jax_runtime
+
+            jax = jax_runtime.load()
+            # on CPU, JAX's Cholesky calls LAPACK (see inversion.one_blas_thread)
+            with one_blas_thread():
+                out = jax.block_until_ready(_jitted()(self.dataset, self.tracer, self.pixelization))
             terms = InversionTerms(out[6], out[1], out[2], out[3], out[4], out[5], out[0])
             return _Result(terms, out[7], out[8], out[9])
         return _evaluate_host(self.tracer, self.dataset, self.pixelization, self.backend)

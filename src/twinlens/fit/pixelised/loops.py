@@ -16,7 +16,19 @@ import numpy as np
 
 prange = range  # numba's prange in the compiled copy (see compiled)
 
-_FUNCTIONS = ("relocate_loop", "sparse_rows", "blurred_rows", "dense_rows")
+_FUNCTIONS = (
+    "relocate_loop",
+    "sparse_rows",
+    "blurred_rows",
+    "dense_rows",
+    "blurred_row_counts",
+    "blurred_sparse_rows",
+    "column_index",
+    "curvature_upper",
+    "mirror_upper",
+    "transpose_times",
+    "rows_times",
+)
 
 
 def relocate_loop(px, py, bx, by, out_x, out_y):
@@ -110,6 +122,161 @@ def blurred_rows(cols, vals, counts, image_to_mask, rows, columns, kernel, nx, n
                     continue
                 for e in range(counts[p]):
                     out[q, cols[p, e]] += w * vals[p, e]
+
+
+def blurred_row_counts(
+    cols, counts, image_to_mask, rows, columns, kernel, nx, ny, n_source, chunk, out_counts
+):
+    """Distinct source pixels in each row of the blurred mapping matrix (the sparse rows of
+    :func:`sparse_rows` convolved as in :func:`blurred_rows`), written into ``out_counts``.
+    Rows are processed in chunks of ``chunk``, each with its own scratch marks."""
+    ky, kx = kernel.shape
+    cy = ky // 2
+    cx = kx // 2
+    n_rows = rows.shape[0]
+    n_chunks = (n_rows + chunk - 1) // chunk
+    for h in prange(n_chunks):
+        mark = np.full(n_source, -1, dtype=np.int64)
+        for q in range(h * chunk, min(n_rows, (h + 1) * chunk)):
+            n = 0
+            r = rows[q]
+            c = columns[q]
+            for a in range(ky):
+                rr = r - a + cy
+                if rr < 0 or rr >= ny:
+                    continue
+                for b in range(kx):
+                    cc = c - b + cx
+                    if cc < 0 or cc >= nx or kernel[a, b] == 0.0:
+                        continue
+                    p = image_to_mask[rr * nx + cc]
+                    if p < 0:
+                        continue
+                    for e in range(counts[p]):
+                        s = cols[p, e]
+                        if mark[s] != q:
+                            mark[s] = q
+                            n += 1
+            out_counts[q] = n
+
+
+def blurred_sparse_rows(
+    cols,
+    vals,
+    counts,
+    image_to_mask,
+    rows,
+    columns,
+    kernel,
+    nx,
+    ny,
+    row_scale,
+    n_source,
+    chunk,
+    indptr,
+    out_cols,
+    out_vals,
+):
+    """The blurred mapping matrix in compressed sparse rows, each row scaled by
+    ``row_scale[q]`` (``1 / sigma``): row ``q`` holds source pixels
+    ``out_cols[indptr[q]:indptr[q + 1]]`` (ascending) with values ``out_vals[...]``; the
+    row lengths come from :func:`blurred_row_counts`."""
+    ky, kx = kernel.shape
+    cy = ky // 2
+    cx = kx // 2
+    n_rows = rows.shape[0]
+    n_chunks = (n_rows + chunk - 1) // chunk
+    for h in prange(n_chunks):
+        acc = np.zeros(n_source)
+        mark = np.full(n_source, -1, dtype=np.int64)
+        for q in range(h * chunk, min(n_rows, (h + 1) * chunk)):
+            start = indptr[q]
+            n = 0
+            r = rows[q]
+            c = columns[q]
+            for a in range(ky):
+                rr = r - a + cy
+                if rr < 0 or rr >= ny:
+                    continue
+                for b in range(kx):
+                    cc = c - b + cx
+                    w = kernel[a, b]
+                    if cc < 0 or cc >= nx or w == 0.0:
+                        continue
+                    p = image_to_mask[rr * nx + cc]
+                    if p < 0:
+                        continue
+                    for e in range(counts[p]):
+                        s = cols[p, e]
+                        if mark[s] != q:
+                            mark[s] = q
+                            out_cols[start + n] = s
+                            n += 1
+                        acc[s] += w * vals[p, e]
+            out_cols[start : start + n] = np.sort(out_cols[start : start + n])
+            scale = row_scale[q]
+            for j in range(start, start + n):
+                s = out_cols[j]
+                out_vals[j] = acc[s] * scale
+                acc[s] = 0.0
+
+
+def column_index(indptr, cols, col_ptr, col_pos, col_row):
+    """The columns of a compressed-sparse-row matrix: column ``s`` has its entries at CSR
+    positions ``col_pos[col_ptr[s]:col_ptr[s + 1]]``, in rows ``col_row[...]`` (ascending).
+    ``col_ptr`` (``n_source + 1``) must be zeroed. Serial (a counting sort)."""
+    n_rows = indptr.shape[0] - 1
+    n_source = col_ptr.shape[0] - 1
+    for j in range(cols.shape[0]):
+        col_ptr[cols[j] + 1] += 1
+    for s in range(n_source):
+        col_ptr[s + 1] += col_ptr[s]
+    fill = col_ptr[:-1].copy()
+    for q in range(n_rows):
+        for j in range(indptr[q], indptr[q + 1]):
+            s = cols[j]
+            col_pos[fill[s]] = j
+            col_row[fill[s]] = q
+            fill[s] += 1
+
+
+def curvature_upper(indptr, cols, vals, col_ptr, col_pos, col_row, out):
+    """The upper triangle (diagonal included) of ``B^T B`` for the CSR matrix ``B`` (columns
+    ascending within rows) into ``out (n_source, n_source)`` (zeroed): row ``s`` of ``out``
+    gathers, over the rows ``q`` of ``B`` that hold ``s``, ``B[q, s] * B[q, t]`` for the
+    entries ``t >= s`` of row ``q``. Each ``prange`` iteration writes only its own row."""
+    for s in prange(col_ptr.shape[0] - 1):
+        for e in range(col_ptr[s], col_ptr[s + 1]):
+            j0 = col_pos[e]
+            v = vals[j0]
+            for j in range(j0, indptr[col_row[e] + 1]):
+                out[s, cols[j]] += v * vals[j]
+
+
+def mirror_upper(out):
+    """Copy the upper triangle of the square ``out`` onto its lower triangle."""
+    n = out.shape[0]
+    for s in prange(n):
+        for t in range(s):
+            out[s, t] = out[t, s]
+
+
+def transpose_times(vals, col_ptr, col_pos, col_row, x, out):
+    """``out = B^T x`` for the CSR ``B`` through its column index."""
+    for s in prange(col_ptr.shape[0] - 1):
+        acc = 0.0
+        for e in range(col_ptr[s], col_ptr[s + 1]):
+            acc += vals[col_pos[e]] * x[col_row[e]]
+        out[s] = acc
+
+
+def rows_times(indptr, cols, vals, x, out):
+    """``out = B x`` for the CSR ``B``."""
+    for q in prange(indptr.shape[0] - 1):
+        acc = 0.0
+        for j in range(indptr[q], indptr[q + 1]):
+            acc += vals[j] * x[cols[j]]
+        out[q] = acc
 
 
 @cache
