@@ -15,3 +15,7 @@ autodoc_typehints = "description"
 exclude_patterns = ["_build", "examples"]
 html_theme = "alabaster"
 nitpicky = False
+# napoleon makes the shape names in numpy-style types ("int array (n_pixels,)") into
+# cross-references; a shape name that is also an attribute of two classes (Grid2D.n_pixels,
+# Rectangular.n_pixels) is then an ambiguous reference. Shapes are not references: quiet them.
+suppress_warnings = ["ref.python"]
