@@ -91,6 +91,11 @@ def test_galaxy_light_pixelization_is_the_pixelization_field():
         Galaxy(light=(p, pix(lam=2.0)))
     with pytest.raises(TypeError, match=r"Galaxy\.pixelization must be a Pixelization"):
         Galaxy(pixelization=Constant(1.0))
+    with pytest.raises(ValueError, match="no image of its own until it is fitted"):
+        Tracer(Galaxy(mass=MASS), a).image(np.zeros((3, 2)))
+    grid, psf = Grid2D.uniform(10, 0.1), PSF.gaussian(fwhm=0.15, pixel_scale=0.1, shape=5)
+    with pytest.raises(ValueError, match="no image of its own until it is fitted"):
+        simulate(Tracer(Galaxy(mass=MASS), a), grid, psf, noise_sigma=0.1, backend="numpy")
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])

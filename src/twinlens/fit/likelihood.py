@@ -39,6 +39,11 @@ __all__ = ["FitImaging", "log_likelihood"]
 def blurred_terms(tracer: Tracer, dataset: Imaging, backend: str) -> Any:
     """The blurred images at the masked-in pixels, ``(..., 1 + n_linear, n_mask)``: first the
     parametric light, then each linear profile's unit-intensity image."""
+    if tracer.pixelizations:
+        raise ValueError(
+            "a pixelised source has no image of its own until it is fitted: use FitImaging "
+            "(its model_image), or simulate with light profiles"
+        )
     xp = array_module(backend)
     layout = dataset.layout
     x, y = (layout.xs, layout.ys) if xp is np else (xp.asarray(layout.xs), xp.asarray(layout.ys))

@@ -248,7 +248,13 @@ class Tracer(ValueIdentity):
 
     def image(self, xy: Any, backend: str | None = None) -> Any:
         """Unconvolved surface brightness at image positions ``xy (..., 2)``: lens light plus
-        lensed source light, linear profiles at unit intensity."""
+        lensed source light, linear profiles at unit intensity. A pixelised source has no
+        image until fitted (ValueError)."""
+        if self.pixelizations:
+            raise ValueError(
+                "a pixelised source has no image of its own until it is fitted: use FitImaging "
+                "(its model_image), or give the source light profiles"
+            )
         b = self._backend(xy, backend)
         x, y, _ = positions(xy, b)
         fixed, columns = self._light_terms(x, y, b)

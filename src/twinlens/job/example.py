@@ -234,7 +234,7 @@ def write_example(
 
 PIX_N_PIX, PIX_PIXEL_SCALE, PIX_SUB_SIZE, PIX_NOISE, PIX_MASK_RADIUS = 40, 0.1, 2, 0.06, 1.8
 PIX_PSF_FWHM, PIX_PSF_SIZE = 0.15, 7
-#: Overlay grid of the Delaunay mesh's vertices (those inside the mask: about 170).
+#: Overlay grid of the Delaunay mesh's vertices (those inside the mask: about 200).
 PIX_MESH_SHAPE = (15, 15)
 
 #: Nautilus settings of the pixelised example (``--quick``: fewer live points).
