@@ -267,6 +267,7 @@ def test_config_round_trip(dataset):
         "lenses[0].mass[0].einstein_radius",
         "sources[0].pixelization.regularization.coefficient",
     )
+    assert model.labels[-1] == r"\lambda^{\rm S0pix}"
     galaxy = model.tracer.sources[0]
     assert galaxy.pixelization == Pixelization(Delaunay((10, 10)), Constant(3.0))
     assert galaxy.light == ()
