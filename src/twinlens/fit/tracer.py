@@ -124,7 +124,8 @@ class Tracer(ValueIdentity):
         """Whether some parameter is a tracer or a batch column: the concrete ones are then
         the fixed ones, and the memo may store their fields at once. With every value
         concrete it cannot tell, and stores a field only when it is asked for twice."""
-        return not all(is_concrete(v) for v in _numbers(self))
+        # None: a galaxy without a pixelization (no value, fixed or free)
+        return not all(is_concrete(v) for v in _numbers(self) if v is not None)
 
     def _mass_split(
         self, x: Any, y: Any, backend: str, grid: Any, eager: bool
