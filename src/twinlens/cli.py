@@ -61,22 +61,28 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from twinlens.search.checkpoint import CheckpointMismatch
     from twinlens.search.stopping import EXIT_STOPPED, SearchStopped
 
-    if args.example == (args.config is not None):
+    if (args.example is not None) == (args.config is not None):
         return _usage_error("give a configuration file, or --example (not both)")
-    if args.quick and not args.example:
+    if args.quick and args.example is None:
         return _usage_error(
             "--quick applies to --example only; set the search's settings in the file's "
             "[search] table (see docs/searches.rst)"
         )
     truths = None
-    if args.example:
+    if args.example is not None:
         from twinlens.job import example
 
+        pixelised = args.example == "pixelised"
         # in the home folder, not the working directory (a clone would gain an untracked one)
-        folder = Path(args.output) if args.output else Path.home() / "twinlens_example"
-        settings = example.QUICK_SEARCH if args.quick else example.EXAMPLE_SEARCH
+        default = "twinlens_example_pixelised" if pixelised else "twinlens_example"
+        folder = Path(args.output) if args.output else Path.home() / default
+        if pixelised:
+            settings = example.PIXELISED_QUICK_SEARCH if args.quick else example.PIXELISED_SEARCH
+        else:
+            settings = example.QUICK_SEARCH if args.quick else example.EXAMPLE_SEARCH
         search = {"name": "nautilus", **settings, "seed": args.seed}
-        config_path = example.write_example(
+        write = example.write_pixelised_example if pixelised else example.write_example
+        config_path = write(
             folder,
             seed=args.seed,
             search=search,
@@ -91,8 +97,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     except ConfigError as err:
         return _usage_error(str(err))
     output: Path | None
-    if args.example:
-        truths = [example.TRUTH[p] for p in config.model.paths]
+    if args.example is not None:
+        known = example.PIXELISED_TRUTH if args.example == "pixelised" else example.TRUTH
+        truths = [known.get(p, float("nan")) for p in config.model.paths]
         output = folder / "fit_output"
     else:
         output = Path(args.output) if args.output else None
@@ -247,7 +254,14 @@ def build_parser() -> argparse.ArgumentParser:
         "fit", help="fit a model to imaging data (a TOML configuration, or --example)"
     )
     f.add_argument("config", nargs="?", help="the TOML configuration file (see docs/fitting.rst)")
-    f.add_argument("--example", action="store_true", help="simulate the built-in lens and fit it")
+    f.add_argument(
+        "--example",
+        nargs="?",
+        const="parametric",
+        choices=("parametric", "pixelised"),
+        help="simulate the built-in lens and fit it; --example pixelised: an irregular source "
+        "fitted with a pixelised source on a Delaunay mesh",
+    )
     f.add_argument("--quick", action="store_true", help="with --example: fewer live points")
     f.add_argument("--backend", choices=("numba", "jax"), help="override the file's backend")
     f.add_argument(

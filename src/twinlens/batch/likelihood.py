@@ -17,6 +17,10 @@ Batches run as one computation per chunk:
   whole chunk in parallel;
 * JAX: ``jit(vmap(...))`` of the single evaluation.
 
+A model with a pixelised source (:mod:`twinlens.fit.pixelised.source`) is scored by the
+log-evidence of its source inversion; on numba and numpy its chunks run one vector at a time
+(each builds its own mesh), under JAX as above.
+
 The chunk size comes from a memory budget (``memory_budget`` bytes, by default a quarter of the
 free memory of the machine, or half the free memory of the GPU), or is given.
 """
@@ -38,6 +42,12 @@ from twinlens.backend.concrete import batched
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.likelihood import blurred_terms, solve_and_score
+from twinlens.fit.pixelised.source import (
+    PixelisedSourceFit,
+    free_lens_light,
+    has_pixelization,
+    pixelised_parts,
+)
 from twinlens.fit.tracer import Tracer
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.profiles.checks import collect_validity
@@ -80,6 +90,21 @@ class ImagingLikelihood(ValueIdentity):
             value = get_path(self.model, path)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise ValueError(f"{path!r} is not a scalar parameter (it holds {value!r})")
+        if pixelised_parts(self.model) is not None:  # refuses what cannot go with one
+            lens_light = free_lens_light(self.free)
+            if lens_light:
+                raise ValueError(
+                    f"{lens_light[0]!r}: lens light beside a pixelised source must have fixed "
+                    "parameters (it is subtracted from the data before the inversion); fix it"
+                )
+
+    @property
+    def _pixelised(self) -> bool:
+        return has_pixelization(self.model)
+
+    def _evidence(self, tracer: Tracer, backend: str) -> Any:
+        """The log-evidence of a model with a pixelised source."""
+        return PixelisedSourceFit(self.dataset, tracer, backend).log_evidence
 
     @property
     def n_params(self) -> int:
@@ -180,6 +205,17 @@ class ImagingLikelihood(ValueIdentity):
             safe = np.where(valid[:, None], values, self.reference[None, :])
             columns = {p: batched(safe[:, j]) for j, p in enumerate(self.free)}
             tracer = set_paths(self.model, columns, False)
+        if self._pixelised:  # one mesh per vector
+            rows = (
+                self._evidence(
+                    set_paths(self.model, dict(zip(self.free, map(float, v), strict=True)), False),
+                    backend,
+                )
+                if ok
+                else -np.inf
+                for v, ok in zip(values, valid, strict=True)
+            )
+            return np.array([float(r) for r in rows])
         log_l = solve_and_score(blurred_terms(tracer, self.dataset, backend), self.dataset, backend)
         result = np.broadcast_to(np.asarray(log_l[0], dtype=float).reshape(-1), valid.shape)
         return np.where(valid, result, -np.inf)
@@ -212,6 +248,8 @@ class ImagingLikelihood(ValueIdentity):
             valid = valid & jnp.all(c)
         safe = jnp.where(valid, vector, jnp.asarray(self.reference))
         tracer = set_paths(self.model, {p: safe[j] for j, p in enumerate(self.free)}, False)
+        if self._pixelised:
+            return jnp.where(valid, self._evidence(tracer, "jax"), -jnp.inf)
         log_l = solve_and_score(blurred_terms(tracer, self.dataset, "jax"), self.dataset, "jax")
         return jnp.where(valid, log_l[0], -jnp.inf)
 
@@ -223,6 +261,15 @@ class ImagingLikelihood(ValueIdentity):
         n_points = self.dataset.layout.n_points
         terms = 1 + self.model.n_linear
         n_pix = self.dataset.grid.n_pixels
+        parts = pixelised_parts(self.model)
+        if parts is not None:  # mapping matrices, padded PSF cubes and the dense solve
+            mesh = parts.pixelization.mesh
+            vertices = mesh.image_plane_vertices(self.dataset.grid)
+            n_source = mesh.n_pixels if vertices is None else len(vertices)
+            n_mask = self.dataset.mask_index.size
+            terms = n_source
+            extra = 8 * (4 * n_mask * n_source + 6 * n_source * n_source)
+            return int(8 * n_points * 20 + 8 * n_pix * terms * 4 + extra)
         return int(8 * n_points * (10 + 2 * terms) + 8 * n_pix * terms * 8)
 
     def chunk_size(self, backend: str, memory_budget: float | None = None) -> int:

@@ -7,6 +7,10 @@ outside the mask included) and read at the masked-in pixels. Linear light profil
 one blurred image each; their intensities are the non-negative least-squares solution
 (:mod:`twinlens.fit.nnls`).
 
+A tracer with a pixelised source (:mod:`twinlens.fit.pixelised.source`) is scored instead by
+the Bayesian log-evidence of the source inversion, which :class:`FitImaging` then reports as
+its ``log_likelihood``.
+
 Every array here may carry leading batch axes: a tracer whose free parameters are
 :class:`~twinlens.backend.concrete.Batched` columns gives one log-likelihood per batch member,
 each stage running over the whole batch at once (see :mod:`twinlens.batch`).
@@ -23,6 +27,7 @@ from twinlens import memo
 from twinlens.backend import array_module, resolve_backend
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.nnls import nnls_gram
+from twinlens.fit.pixelised.source import PixelisedSourceFit, has_pixelization
 from twinlens.fit.psf import convolve
 from twinlens.fit.tracer import Tracer
 from twinlens.grids import bin_to_pixels
@@ -34,6 +39,11 @@ __all__ = ["FitImaging", "log_likelihood"]
 def blurred_terms(tracer: Tracer, dataset: Imaging, backend: str) -> Any:
     """The blurred images at the masked-in pixels, ``(..., 1 + n_linear, n_mask)``: first the
     parametric light, then each linear profile's unit-intensity image."""
+    if tracer.pixelizations:
+        raise ValueError(
+            "a pixelised source has no image of its own until it is fitted: use FitImaging "
+            "(its model_image), or simulate with light profiles"
+        )
     xp = array_module(backend)
     layout = dataset.layout
     x, y = (layout.xs, layout.ys) if xp is np else (xp.asarray(layout.xs), xp.asarray(layout.ys))
@@ -116,9 +126,15 @@ class FitImaging:
         self.dataset = dataset
         self.tracer = tracer
         self.backend = resolve_backend(backend, *_numbers(tracer))
+        self.pixelised: PixelisedSourceFit | None = None
+        if has_pixelization(tracer):
+            self.pixelised = PixelisedSourceFit(dataset, tracer, self.backend)
 
     @cached_property
     def _result(self) -> tuple[Any, Any, Any]:
+        if self.pixelised is not None:  # the evidence of the source inversion
+            p = self.pixelised
+            return p.log_evidence, p.chi_squared, np.zeros(0)
         if self.backend == "jax":
             return _jitted()(self.dataset, self.tracer, memo.enabled())
         return _evaluate(self.tracer, self.dataset, self.backend)
@@ -143,11 +159,15 @@ class FitImaging:
     def solved_tracer(self) -> Tracer:
         """The tracer with linear profiles replaced by parametric ones at the solved
         intensities."""
+        if self.pixelised is not None:  # no linear profile beside a pixelised source
+            return self.tracer
         return self.tracer.with_intensities(np.asarray(self.intensities))
 
     @cached_property
     def model_image(self) -> np.ndarray:
         """The blurred model ``(ny, nx)`` at the solved intensities; NaN outside the mask."""
+        if self.pixelised is not None:
+            return self.pixelised.model_image
         terms = np.asarray(blurred_terms(self.tracer, self.dataset, self.backend))
         model = terms[0] + np.asarray(self.intensities) @ terms[1:]
         out = np.full(self.dataset.grid.n_pixels, np.nan)

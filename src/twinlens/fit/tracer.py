@@ -61,12 +61,34 @@ class Galaxy(ValueIdentity):
         :mod:`twinlens.mass` profiles.
     light : profile or tuple of profiles
         :mod:`twinlens.light` profiles (linear ones have their intensities solved by a fit).
+        A :class:`~twinlens.fit.pixelised.Pixelization` given here is moved to
+        ``pixelization``.
+    pixelization : Pixelization, optional
+        A pixelised source (a source galaxy's light reconstructed on a mesh; see
+        :doc:`/pixelised`), as autolens' ``Galaxy(pixelization=...)``.
     """
 
     mass: Any = ()
     light: Any = ()
+    pixelization: Any = None
 
     def __post_init__(self) -> None:
+        from twinlens.fit.pixelised.fit import Pixelization
+
+        light = self.light if isinstance(self.light, (tuple, list)) else (self.light,)
+        pixelizations = [p for p in light if isinstance(p, Pixelization)]
+        if pixelizations:  # Galaxy(light=Pixelization(...)): the pixelization's own field
+            if self.pixelization is not None or len(pixelizations) > 1:
+                raise ValueError("Galaxy: give one Pixelization (light or pixelization), not two")
+            object.__setattr__(self, "pixelization", pixelizations[0])
+            object.__setattr__(
+                self, "light", tuple(p for p in light if not isinstance(p, Pixelization))
+            )
+        if self.pixelization is not None and not isinstance(self.pixelization, Pixelization):
+            raise TypeError(
+                "Galaxy.pixelization must be a Pixelization, got "
+                f"{type(self.pixelization).__name__}"
+            )
         _as_tuple(self, "mass", MassProfile)
         _as_tuple(self, "light", LightProfile)
         super().__post_init__()
@@ -102,7 +124,8 @@ class Tracer(ValueIdentity):
         """Whether some parameter is a tracer or a batch column: the concrete ones are then
         the fixed ones, and the memo may store their fields at once. With every value
         concrete it cannot tell, and stores a field only when it is asked for twice."""
-        return not all(is_concrete(v) for v in _numbers(self))
+        # None: a galaxy without a pixelization (no value, fixed or free)
+        return not all(is_concrete(v) for v in _numbers(self) if v is not None)
 
     def _mass_split(
         self, x: Any, y: Any, backend: str, grid: Any, eager: bool
@@ -195,6 +218,12 @@ class Tracer(ValueIdentity):
         return [p for g in (*self.lenses, *self.sources) for p in g.light if p.n_linear]
 
     @property
+    def pixelizations(self) -> list[Any]:
+        """The pixelised sources (:class:`~twinlens.fit.pixelised.Pixelization`), in galaxy
+        order (a fit takes at most one, in a source galaxy)."""
+        return [g.pixelization for g in (*self.lenses, *self.sources) if g.pixelization is not None]
+
+    @property
     def n_linear(self) -> int:
         """Intensities a fit solves for."""
         return sum(p.n_linear for p in self.linear_profiles)
@@ -220,7 +249,13 @@ class Tracer(ValueIdentity):
 
     def image(self, xy: Any, backend: str | None = None) -> Any:
         """Unconvolved surface brightness at image positions ``xy (..., 2)``: lens light plus
-        lensed source light, linear profiles at unit intensity."""
+        lensed source light, linear profiles at unit intensity. A pixelised source has no
+        image until fitted (ValueError)."""
+        if self.pixelizations:
+            raise ValueError(
+                "a pixelised source has no image of its own until it is fitted: use FitImaging "
+                "(its model_image), or give the source light profiles"
+            )
         b = self._backend(xy, backend)
         x, y, _ = positions(xy, b)
         fixed, columns = self._light_terms(x, y, b)
@@ -316,6 +351,6 @@ class Tracer(ValueIdentity):
                     light.append(p.with_intensity(next(it)))  # type: ignore[attr-defined]
                 else:
                     light.append(p.with_intensities([next(it) for _ in range(p.n_linear)]))  # type: ignore[attr-defined]
-            return Galaxy(galaxy.mass, tuple(light))
+            return Galaxy(galaxy.mass, tuple(light), galaxy.pixelization)
 
         return Tracer(tuple(solved(g) for g in self.lenses), tuple(solved(g) for g in self.sources))

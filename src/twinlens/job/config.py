@@ -14,6 +14,14 @@ class in :mod:`twinlens.mass` and :mod:`twinlens.light`. An ``MGE`` mass may say
 ``light = i`` to follow the galaxy's ``i``-th light profile (an ``MGELight``): same Gaussians,
 centre and ellipticity, with its own ``mass_to_light_ratio``. See ``docs/fitting.rst`` for a
 whole file.
+
+A pixelised source (:doc:`/pixelised`) is a source light entry of ``type = "Pixelization"``
+with ``mesh`` and ``regularization`` tables::
+
+    [[source.light]]
+    type = "Pixelization"
+    mesh = {type = "Delaunay", shape = [20, 20]}
+    regularization = {type = "Constant", coefficient = {log_uniform = [0.01, 1000.0]}}
 """
 
 from __future__ import annotations
@@ -246,6 +254,14 @@ def _profiles(
     for i, entry in enumerate(entries):
         here, path = f"{where}[{i}]", f"{prefix}.{kind}[{i}]"
         params = dict(entry)
+        if kind == "light" and params.get("type") == "Pixelization":
+            if prefix.startswith("lenses"):
+                raise ConfigError(
+                    f'{here}.type = "Pixelization": a pixelization reconstructs a source\'s '
+                    "light; put it in a [[source.light]] table"
+                )
+            out.append(_pixelization(params, here, f"{prefix}.pixelization", priors))
+            continue
         cls = _profile_class(params.pop("type", None), kind, f"{here}.type")
         follows = params.pop("light", None) if cls is mass_module.MGE else None
         if follows is not None:  # an MGE mass following the galaxy's MGE light
@@ -280,6 +296,102 @@ def _profiles(
         except (TypeError, ValueError) as err:  # range checks, which name the parameter
             raise ConfigError(f"{here} ({cls.__name__}): {err}") from None
     return tuple(out)
+
+
+_MESHES = ("Rectangular", "Delaunay")
+_REGULARIZATIONS = ("Constant", "Curvature", "AdaptiveBrightness")
+_PIXELIZATION_KEYS = ("type", "mesh", "regularization")
+
+
+def _typed_table(raw: Any, here: str, choices: tuple, what: str) -> tuple[str, dict]:
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{here} = {_show(raw)}: expected a table such as {{type = {_show(choices[0])}, ...}}"
+        )
+    params = dict(raw)
+    name = params.pop("type", None)
+    if name not in choices:
+        raise ConfigError(
+            f"{here}.type = {_show(name)}: unknown {what}; choose one of {', '.join(choices)}"
+            f"{_suggest(name, choices)}"
+        )
+    return name, params
+
+
+def _pixelization(params: dict, here: str, path: str, priors: dict) -> Any:
+    """A ``type = "Pixelization"`` source light entry: its mesh and regularisation."""
+    from twinlens.fit import pixelised
+
+    params.pop("type")
+    unknown = [k for k in params if k not in _PIXELIZATION_KEYS]
+    if unknown:
+        raise ConfigError(
+            f"{here}: Pixelization has no entry {unknown[0]!r}; its entries are mesh and "
+            f"regularization{_suggest(unknown[0], _PIXELIZATION_KEYS)}"
+        )
+    missing = [k for k in ("mesh", "regularization") if k not in params]
+    if missing:
+        raise ConfigError(
+            f"{here}: Pixelization needs {' and '.join(missing)}, e.g. mesh = {{type = "
+            '"Delaunay", shape = [20, 20]} and regularization = {type = "Constant", '
+            "coefficient = {log_uniform = [0.01, 1000.0]}}"
+        )
+    name, mesh_params = _typed_table(params["mesh"], f"{here}.mesh", _MESHES, "mesh")
+    mesh_keys = ("shape",)
+    for key, raw in mesh_params.items():
+        if key not in mesh_keys:
+            raise ConfigError(
+                f"{here}.mesh.{key}: a {name} mesh has no setting {key!r}; its setting is "
+                f"shape = [ny, nx]{_suggest(key, mesh_keys)}"
+            )
+        if not (
+            isinstance(raw, list)
+            and len(raw) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in raw)
+        ):
+            raise ConfigError(
+                f"{here}.mesh.shape = {_show(raw)}: expected [ny, nx], two whole numbers"
+            )
+    try:
+        mesh = getattr(pixelised, name)(**{k: tuple(v) for k, v in mesh_params.items()})
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{here}.mesh ({name}): {err}") from None
+    where = f"{here}.regularization"
+    reg_name, reg_params = _typed_table(
+        params["regularization"], where, _REGULARIZATIONS, "regularization"
+    )
+    allowed: tuple[str, ...] = ("coefficient",)
+    if reg_name == "AdaptiveBrightness":
+        allowed = ("coefficient", "pixel_weights")
+    values: dict[str, Any] = {}
+    for key, raw in reg_params.items():
+        if key not in allowed:
+            raise ConfigError(
+                f"{where}.{key}: {reg_name} regularization has no setting {key!r}; its settings "
+                f"are {', '.join(allowed)}{_suggest(key, allowed)}"
+            )
+        if key == "pixel_weights":
+            if not (isinstance(raw, list) and raw and all(map(_is_number, raw))):
+                raise ConfigError(f"{where}.pixel_weights: expected a list of numbers >= 0")
+            values[key] = np.asarray(raw, dtype=float)
+        else:
+            values[key] = _value(raw, f"{where}.{key}", priors, f"{path}.regularization.{key}")
+    try:
+        regularization = getattr(pixelised, reg_name)(**values)
+    except (TypeError, ValueError) as err:
+        key = "coefficient" if "coefficient" in str(err) else "type"
+        raise ConfigError(
+            f"{where}.{key} = {_show(reg_params.get(key, reg_name))}: {err}"
+        ) from None
+    try:
+        return pixelised.Pixelization(mesh, regularization)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{where}.type = {_show(reg_name)}: {err}") from None
+
+
+def _toml_path(message: str) -> str:
+    """A message naming tracer paths (``sources[0].light``) in TOML terms (``source[0]``)."""
+    return message.replace("lenses[", "lens[").replace("sources[", "source[")
 
 
 def _galaxies(entries: Any, role: str, priors: dict) -> tuple:
@@ -446,6 +558,24 @@ def _search_error(cls: type, settings: dict, err: Exception) -> str:
     return f"[search] ({cls.name}): {message}"  # type: ignore[attr-defined]
 
 
+def _check_pixelised(tracer: Tracer, priors: dict) -> None:
+    """What cannot go with a pixelised source, named in TOML terms."""
+    from twinlens.fit.pixelised.source import free_lens_light, pixelised_parts
+
+    try:
+        parts = pixelised_parts(tracer)
+    except ValueError as err:
+        raise ConfigError(_toml_path(str(err))) from None
+    if parts is None:
+        return
+    free = free_lens_light(priors)
+    if free:
+        raise ConfigError(
+            f"{_toml_path(free[0])}: lens light beside a pixelised source must have fixed "
+            "parameters (it is subtracted from the data before the inversion); give it a number"
+        )
+
+
 def parse_config(
     data: dict, base: Path | str = ".", backend: str | None = None, read_data: bool = True
 ) -> FitConfig:
@@ -480,7 +610,9 @@ def parse_config(
         raise ConfigError("the model needs at least one [[lens]] and one [[source]]")
     if not priors:
         raise ConfigError("no free parameter: give at least one parameter a prior table")
-    model = Model(Tracer(lenses, sources), tuple(priors.items()))
+    tracer = Tracer(lenses, sources)
+    _check_pixelised(tracer, priors)
+    model = Model(tracer, tuple(priors.items()))
     search = _search(data.get("search"), backend, model.n_params)
     output = Path(data.get("output", "twinlens_fit"))
     return FitConfig(

@@ -16,6 +16,11 @@ For machines:
   maximum-likelihood model's images (NaN outside the mask);
 - ``coolest.json``: the maximum-likelihood model with posterior statistics in COOLEST, the
   lensing community's standard format, when every profile has a COOLEST equivalent.
+
+With a pixelised source the likelihood is the log-evidence of the source inversion,
+``fit.png`` shows the source on its mesh and its error map (:mod:`twinlens.job.pixelised`),
+``source.fits`` is the reconstruction interpolated on a regular grid, ``source_errors.fits``
+its errors, and no COOLEST file is written.
 """
 
 from __future__ import annotations
@@ -354,20 +359,30 @@ def write_results(
 
     scale = dataset.grid.pixel_scale
     extent_half = 0.5 * dataset.grid.shape[1] * scale
-    source, _ = plots.source_plane_image(solved, 0.5 * extent_half, n=dataset.grid.shape[1])
     images = {
         "model": fit.model_image,
         "residuals": fit.residual_map,
         "normalized_residuals": fit.normalized_residual_map,
-        "source": source,
     }
+    if fit.pixelised is None:
+        source, _ = plots.source_plane_image(solved, 0.5 * extent_half, n=dataset.grid.shape[1])
+        images["source"] = source
     for name, image in images.items():
         files[name] = output / f"{name}.fits"
         fits_io.write_image(files[name], image, scale if name != "source" else None, True)
+    if fit.pixelised is not None:
+        from twinlens.job import pixelised
+
+        files.update(pixelised.write_source_fits(fit, output))
 
     if plot:
         say("plots of the fit and the lens")
-        files["fit_plot"] = plots.plot_fit(fit, output / "fit.png")
+        if fit.pixelised is None:
+            files["fit_plot"] = plots.plot_fit(fit, output / "fit.png")
+        else:
+            from twinlens.job import pixelised
+
+            files["fit_plot"] = pixelised.plot_pixelised_fit(fit, output / "fit.png")
         box = (-extent_half, extent_half, -extent_half, extent_half)
         files["lens_plot"] = plots.plot_lens(solved, box, output / "lens.png")
         if not point and len(result.samples) > model.n_params:  # a corner needs a cloud
@@ -376,6 +391,13 @@ def write_results(
                 result.samples, model.labels, output / "corner.png", truths, paths=model.paths
             )
 
+    if fit.pixelised is not None:
+        warnings.warn(
+            "no COOLEST file written: pixelised sources are not exported to COOLEST yet",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return files
     try:
         from twinlens.export import to_coolest
 

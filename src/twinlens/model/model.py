@@ -44,6 +44,7 @@ _LABELS = {
     "kappa_s": r"\kappa_s",
     "scale_radius": r"r_s",
     "core_radius": r"r_c",
+    "coefficient": r"\lambda",  # a pixelised source's regularisation coefficient
 }
 
 
@@ -52,7 +53,8 @@ def latex_label(path: str) -> str:
     head, _, last = path.rpartition(".")
     name = _LABELS.get(last, last.replace("_", r"\_"))
     where = head.replace("lenses", "L").replace("sources", "S").replace(".mass", "m")
-    where = where.replace(".light", "l").replace("[", "").replace("]", "")
+    where = where.replace(".light", "l").replace(".pixelization.regularization", "pix")
+    where = where.replace("[", "").replace("]", "")
     return f"{name}^{{\\rm {where}}}" if where else name
 
 

@@ -1,0 +1,274 @@
+"""A pixelised source inside a :class:`~twinlens.fit.tracer.Tracer`: what
+:class:`~twinlens.fit.likelihood.FitImaging`, :class:`~twinlens.batch.ImagingLikelihood`, the
+fit configuration and the plots use.
+
+A source galaxy holds a :class:`~twinlens.fit.pixelised.Pixelization` in its ``pixelization``
+field (``Galaxy(light=Pixelization(...))`` is moved there). A tracer with one is scored by the
+Bayesian log-evidence of the inversion (:func:`~twinlens.fit.pixelised.log_evidence`), which
+is then the likelihood a search maximises; the regularisation coefficient is a parameter
+(``sources[i].pixelization.regularization.coefficient``) like any other.
+
+What may stand beside the pixelised source:
+
+* lens mass, any;
+* lens light of **fixed** parameters (parametric profiles, intensities given): its blurred
+  image is subtracted from the data once, before the inversion. Linear lens light (intensities
+  solved) and free lens-light parameters are refused with an error naming the profile or the
+  parameter: their joint solve with the source pixels is not built yet;
+* nothing else in the source plane: one pixelised source galaxy, with no light profiles.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from twinlens.backend.concrete import is_batched, is_tracer
+from twinlens.fit.imaging import Imaging
+from twinlens.fit.pixelised.fit import FitPixelised, Pixelization
+from twinlens.fit.pixelised.meshes import Delaunay, Rectangular
+from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.profiles.base import _numbers
+
+__all__ = [
+    "PixelisedParts",
+    "PixelisedSourceFit",
+    "pixelised_parts",
+    "reconstruction_errors",
+    "source_on_grid",
+    "subtract_lens_light",
+]
+
+
+@dataclass(frozen=True)
+class PixelisedParts:
+    """A tracer with a pixelised source, split into what the inversion needs.
+
+    Attributes
+    ----------
+    mass : Tracer
+        The lens galaxies' mass only.
+    lens_light : Tracer or None
+        The lens galaxies' light only (fixed parameters), None when there is none.
+    pixelization : Pixelization
+    path : str
+        Where the pixelization sits, e.g. ``"sources[0].pixelization"``.
+    """
+
+    mass: Tracer
+    lens_light: Tracer | None
+    pixelization: Pixelization
+    path: str
+
+
+def has_pixelization(tracer: Any) -> bool:
+    """Whether ``tracer`` (a :class:`~twinlens.fit.tracer.Tracer`) holds a pixelised source."""
+    return isinstance(tracer, Tracer) and bool(tracer.pixelizations)
+
+
+def pixelised_parts(tracer: Tracer) -> PixelisedParts | None:
+    """Split ``tracer`` for a pixelised fit, or None when it has no pixelization.
+
+    Raises ValueError, naming the galaxy or profile, for what cannot go with a pixelised
+    source (see the module documentation)."""
+    if not has_pixelization(tracer):
+        return None
+    for i, g in enumerate(tracer.lenses):
+        if g.pixelization is not None:
+            raise ValueError(
+                f"lenses[{i}].pixelization: a pixelization reconstructs a source's light; put it "
+                "in a source galaxy"
+            )
+        for j, p in enumerate(g.light):
+            if p.n_linear:
+                raise ValueError(
+                    f"lenses[{i}].light[{j}] ({type(p).__name__}) is a linear light profile: its "
+                    "intensity cannot yet be solved jointly with a pixelised source. Give the "
+                    "lens light fixed parameters (a parametric profile with its intensity); "
+                    "it is then subtracted from the data before the inversion"
+                )
+    owners = [i for i, g in enumerate(tracer.sources) if g.pixelization is not None]
+    if len(owners) > 1:
+        raise ValueError(
+            f"sources[{owners[1]}].pixelization: one pixelised source per fit "
+            f"(sources[{owners[0]}] has one already)"
+        )
+    owner = owners[0]
+    for i, g in enumerate(tracer.sources):
+        if g.light:
+            where = "in the same galaxy as" if i == owner else "beside"
+            raise ValueError(
+                f"sources[{i}].light: light profiles {where} a pixelised source are not "
+                "supported (the pixelization reconstructs all of the source plane's light)"
+            )
+    mass = Tracer(tuple(Galaxy(mass=g.mass) for g in tracer.lenses if g.mass))
+    lights = tuple(Galaxy(light=g.light) for g in tracer.lenses if g.light)
+    pixelization = tracer.sources[owner].pixelization
+    return PixelisedParts(
+        mass, Tracer(lights) if lights else None, pixelization, f"sources[{owner}].pixelization"
+    )
+
+
+def free_lens_light(paths: Any) -> list[str]:
+    """The parameter paths among ``paths`` that name lens light (refused beside a pixelised
+    source: the lens light is subtracted from the data once)."""
+    return [p for p in paths if p.startswith("lenses[") and ".light[" in p]
+
+
+@lru_cache(maxsize=8)
+def subtract_lens_light(dataset: Imaging, lens_light: Tracer) -> Imaging:
+    """``dataset`` with the blurred image of ``lens_light`` (a tracer of lens light of fixed
+    parameters) subtracted from its data inside the mask."""
+    if any(is_tracer(v) or is_batched(v) for v in _numbers(lens_light)):
+        raise ValueError(
+            "lens light beside a pixelised source must have fixed (concrete) parameters; it is "
+            "subtracted from the data before the inversion"
+        )
+    image = lens_light_image(dataset, lens_light)
+    data = np.array(dataset.data, dtype=float)
+    used = dataset.grid.used
+    data[used] = data[used] - image[used]
+    return Imaging(data, dataset.noise_map, dataset.psf, dataset.grid)
+
+
+def lens_light_image(dataset: Imaging, lens_light: Tracer | None) -> np.ndarray:
+    """The blurred lens light ``(ny, nx)`` inside the mask, 0 outside (and 0 without lens
+    light)."""
+    from twinlens.fit.likelihood import blurred_terms
+
+    out = np.zeros(dataset.grid.n_pixels)
+    if lens_light is not None:
+        out[dataset.mask_index] = np.asarray(blurred_terms(lens_light, dataset, "numpy"))[0]
+    return out.reshape(dataset.grid.shape)
+
+
+class PixelisedSourceFit:
+    """A tracer with a pixelised source fitted to imaging (what :class:`FitImaging` delegates
+    to).
+
+    Parameters
+    ----------
+    dataset : Imaging
+    tracer : Tracer
+        Lens mass, optionally lens light of fixed parameters, and one pixelised source.
+    backend : str
+    """
+
+    def __init__(self, dataset: Imaging, tracer: Tracer, backend: str) -> None:
+        parts = pixelised_parts(tracer)
+        if parts is None:
+            raise ValueError("the tracer has no pixelised source")
+        self.parts = parts
+        self.dataset = dataset
+        self.source_dataset = (
+            dataset if parts.lens_light is None else subtract_lens_light(dataset, parts.lens_light)
+        )
+        self.inversion = FitPixelised(self.source_dataset, parts.mass, parts.pixelization, backend)
+
+    @property
+    def log_evidence(self) -> Any:
+        """The log-evidence of the inversion (see :func:`~twinlens.fit.pixelised.log_evidence`)."""
+        return self.inversion.log_evidence
+
+    @property
+    def chi_squared(self) -> Any:
+        """``chi^2`` of the source model (and the subtracted lens light) over the mask."""
+        return self.inversion.chi_squared
+
+    @property
+    def model_image(self) -> np.ndarray:
+        """The blurred model ``(ny, nx)``: lens light plus lensed source; NaN outside the mask."""
+        return self.inversion.model_image + lens_light_image(self.dataset, self.parts.lens_light)
+
+
+def _host_matrices(fit: FitPixelised) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+    """``(mesh, B, F + R, D)`` of an evaluated fit, rebuilt in numpy from its traced points."""
+    from twinlens.fit.pixelised.mapping import (
+        MaskedLayout,
+        blurred_mapping_matrix,
+        mapping_matrix,
+    )
+
+    points = np.asarray(fit.source_plane_points)
+    vertices = np.asarray(fit.source_vertices)
+    mesh_type = fit.pixelization.mesh
+    mesh = mesh_type.mapping(points, vertices if isinstance(mesh_type, Delaunay) else None, np)
+    masked = MaskedLayout(fit.dataset)
+    n_mask = masked.data.size
+    m = mapping_matrix(
+        mesh.indices, mesh.weights, masked.sub_pixel, masked.sub_weight, n_mask, mesh.n_pixels
+    )
+    blurred = blurred_mapping_matrix(m, fit.dataset, np)
+    bw = blurred / masked.noise[:, None]
+    system = bw.T @ bw + fit.pixelization.regularization.matrix(mesh, np)
+    return mesh, blurred, system, bw.T @ (masked.data / masked.noise)
+
+
+def reconstruction_errors(fit: FitPixelised) -> np.ndarray:
+    """The source pixels' standard errors, ``sqrt(diag((F + R)^-1))``, ``(n_source,)``: the
+    width of the posterior of each pixel's value given the lens model and ``lambda``. NaN
+    where the fit failed."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    if not math.isfinite(float(fit.log_evidence)):
+        return np.full(np.asarray(fit.reconstruction).shape, np.nan)
+    _, _, system, _ = _host_matrices(fit)
+    factor = cho_factor(system, lower=True)
+    inverse = cho_solve(factor, np.eye(system.shape[0]))
+    return np.sqrt(np.clip(np.diag(inverse), 0.0, None))
+
+
+def source_on_grid(
+    fit: FitPixelised, n: int = 100, values: Any = None
+) -> tuple[np.ndarray, float, tuple[float, float]]:
+    """The reconstructed source interpolated on a regular ``n x n`` grid over its mesh, as the
+    mesh interpolates it (bilinear on a rectangular lattice, barycentric on a Delaunay
+    triangulation); NaN outside the mesh.
+
+    Parameters
+    ----------
+    fit : FitPixelised
+    n : int
+        Pixels per side.
+    values : float array (n_source,), optional
+        Per-source-pixel values to interpolate instead (e.g. :func:`reconstruction_errors`).
+
+    Returns
+    -------
+    image : float array (n, n)
+        Row 0 at the bottom (smallest y), as the data.
+    pixel_scale : float
+        arcsec.
+    centre : (float, float)
+        The grid's centre ``(x, y)``, arcsec.
+    """
+    if not (isinstance(n, int) and n >= 2):
+        raise ValueError(f"source_on_grid: n must be an integer >= 2, got {n!r}")
+    vertices = np.asarray(fit.source_vertices, dtype=float)
+    s = np.asarray(fit.reconstruction if values is None else values, dtype=float)
+    lo, hi = vertices.min(axis=0), vertices.max(axis=0)
+    centre = 0.5 * (lo + hi)
+    width = float(np.max(hi - lo))
+    scale = width / n
+    axis = (np.arange(n) - (n - 1) / 2) * scale
+    xs, ys = np.meshgrid(centre[0] + axis, centre[1] + axis)
+    mesh = fit.pixelization.mesh
+    if isinstance(mesh, Rectangular):
+        from scipy.interpolate import RegularGridInterpolator
+
+        ny, nx = mesh.shape
+        gx = np.linspace(lo[0], hi[0], nx)
+        gy = np.linspace(lo[1], hi[1], ny)
+        interp = RegularGridInterpolator(
+            (gy, gx), s.reshape(ny, nx), bounds_error=False, fill_value=np.nan
+        )
+        image = interp(np.stack([ys, xs], axis=-1))
+    else:
+        from scipy.interpolate import LinearNDInterpolator
+
+        image = LinearNDInterpolator(vertices, s, fill_value=np.nan)(xs, ys)
+    return np.asarray(image, dtype=float), scale, (float(centre[0]), float(centre[1]))

@@ -1,0 +1,138 @@
+"""Results of a fit with a pixelised source: its figure and its FITS images.
+
+* :func:`plot_pixelised_fit`: data, model and normalised residuals; the lens-light-subtracted
+  data (when the model has lens light); the reconstructed source drawn on its own mesh
+  (Delaunay triangles shaded linearly between their vertices, as the mesh interpolates; a
+  rectangular lattice as ``pcolormesh`` cells), with the lens model's caustics; and its error
+  map, ``sqrt(diag((F + R)^-1))``, on the same mesh;
+* :func:`write_source_fits`: the source and its errors interpolated on a regular grid
+  (``source.fits``, ``source_errors.fits``), with the pixel scale and the grid's centre in
+  the header.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from twinlens.fit import fits_io
+from twinlens.fit.likelihood import FitImaging
+from twinlens.fit.pixelised.meshes import Rectangular
+from twinlens.fit.pixelised.source import reconstruction_errors, source_on_grid
+
+__all__ = ["draw_on_mesh", "plot_pixelised_fit", "write_source_fits"]
+
+
+def _pixelised(fit: FitImaging) -> Any:
+    if fit.pixelised is None:
+        raise ValueError("the fit has no pixelised source")
+    return fit.pixelised
+
+
+def draw_on_mesh(ax: Any, inversion: Any, values: Any, cmap: str = "magma") -> Any:
+    """Draw per-source-pixel ``values`` of a :class:`~twinlens.fit.pixelised.FitPixelised`
+    on its mesh in the matplotlib axes ``ax``, cells as they are (no resampling); returns
+    the artist (for a colour bar)."""
+    vertices = np.asarray(inversion.source_vertices, dtype=float)
+    values = np.asarray(values, dtype=float)
+    mesh = inversion.pixelization.mesh
+    if isinstance(mesh, Rectangular):
+        ny, nx = mesh.shape
+        xs = vertices[:, 0].reshape(ny, nx)
+        ys = vertices[:, 1].reshape(ny, nx)
+        shown = ax.pcolormesh(xs, ys, values.reshape(ny, nx), shading="nearest", cmap=cmap)
+    else:
+        from scipy.spatial import Delaunay as Triangulation
+
+        triangles = Triangulation(vertices).simplices
+        shown = ax.tripcolor(
+            vertices[:, 0], vertices[:, 1], triangles, values, shading="gouraud", cmap=cmap
+        )
+        ax.triplot(vertices[:, 0], vertices[:, 1], triangles, color="white", lw=0.15, alpha=0.4)
+    lo, hi = vertices.min(axis=0), vertices.max(axis=0)
+    pad = 0.03 * (hi - lo)
+    ax.set_xlim(lo[0] - pad[0], hi[0] + pad[0])
+    ax.set_ylim(lo[1] - pad[1], hi[1] + pad[1])
+    ax.set_aspect("equal")
+    return shown
+
+
+def plot_pixelised_fit(fit: FitImaging, path: str | Path) -> Path:
+    """The figure of a fit with a pixelised source (see the module); one PNG at ``path``."""
+    from twinlens.job.plots import _extent, _pyplot, critical_curves_and_caustics
+
+    p = _pixelised(fit)
+    plt = _pyplot()
+    extent = _extent(fit)
+    grid = fit.dataset.grid
+    data = np.where(grid.used, fit.dataset.data, np.nan)
+    lo, hi = np.nanpercentile(data, [0.5, 99.5])
+    subtracted = np.where(grid.used, p.source_dataset.data, np.nan)
+    _, caustics = critical_curves_and_caustics(p.parts.mass, extent, n=200)
+    fig, axes = plt.subplots(2, 3, figsize=(14, 8.5), constrained_layout=True)
+    panels = (
+        ("data", data, "viridis", (lo, hi)),
+        ("model", fit.model_image, "viridis", (lo, hi)),
+        ("normalised residuals", fit.normalized_residual_map, "RdBu_r", (-4, 4)),
+        (
+            "data minus lens light" if p.parts.lens_light is not None else "data (source only)",
+            subtracted,
+            "viridis",
+            (np.nanpercentile(subtracted, 0.5), np.nanpercentile(subtracted, 99.5)),
+        ),
+    )
+    flat = [axes[0, 0], axes[0, 1], axes[0, 2], axes[1, 0]]
+    for ax, (title, image, cmap, (vmin, vmax)) in zip(flat, panels, strict=True):
+        shown = ax.imshow(image, origin="lower", extent=extent, cmap=cmap, vmin=vmin, vmax=vmax)
+        ax.set_title(title)
+        fig.colorbar(shown, ax=ax, shrink=0.85)
+    inversion = p.inversion
+    mesh_name = type(inversion.pixelization.mesh).__name__
+    n_source = np.asarray(inversion.reconstruction).size
+    for ax, title, values in (
+        (axes[1, 1], f"source ({mesh_name}, {n_source} pixels)", inversion.reconstruction),
+        (axes[1, 2], "source error sqrt(diag((F+R)^-1))", reconstruction_errors(inversion)),
+    ):
+        shown = draw_on_mesh(ax, inversion, values)
+        xlim, ylim = ax.get_xlim(), ax.get_ylim()
+        for c in caustics:
+            ax.plot(c[:, 0], c[:, 1], color="cyan", lw=0.8)
+        ax.set_xlim(xlim)
+        ax.set_ylim(ylim)
+        ax.set_title(title)
+        fig.colorbar(shown, ax=ax, shrink=0.85)
+    for ax in axes.ravel():
+        ax.set_xlabel("x [arcsec]")
+        ax.set_ylabel("y [arcsec]")
+    coefficient = float(inversion.pixelization.regularization.coefficient)
+    fig.suptitle(
+        f"log evidence = {float(fit.log_likelihood):.2f}    chi^2 = {float(fit.chi_squared):.1f} "
+        f"over {fit.dataset.mask_index.size} pixels    lambda = {coefficient:.4g}"
+    )
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return Path(path)
+
+
+def write_source_fits(fit: FitImaging, folder: str | Path, n: int = 100) -> dict[str, Path]:
+    """``source.fits`` and ``source_errors.fits`` in ``folder``: the reconstruction and its
+    errors interpolated on an ``n x n`` grid over the mesh (NaN outside it), with
+    ``PIXSCALE`` (arcsec) and the grid centre ``XCENTRE``, ``YCENTRE`` (arcsec) in the
+    header."""
+    p = _pixelised(fit)
+    folder = Path(folder)
+    out = {}
+    for name, values in (
+        ("source", None),
+        ("source_errors", reconstruction_errors(p.inversion)),
+    ):
+        image, scale, centre = source_on_grid(p.inversion, n, values)
+        out[name] = folder / f"{name}.fits"
+        header = {
+            "XCENTRE": (centre[0], "[arcsec] x of the grid centre (source plane)"),
+            "YCENTRE": (centre[1], "[arcsec] y of the grid centre (source plane)"),
+        }
+        fits_io.write_image(out[name], image, scale, True, header)
+    return out
