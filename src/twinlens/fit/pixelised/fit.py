@@ -211,37 +211,6 @@ def _evaluate_host(
     return _Result(terms, blurred @ terms.reconstruction, mesh.vertices, points)
 
 
-def _numba_blurred(mesh: MeshMapping, masked: MaskedLayout, dataset: Imaging) -> np.ndarray:
-    compiled = loops.compiled()
-    order = masked.order
-    indices = np.ascontiguousarray(mesh.indices[order], dtype=np.int64)
-    weights = np.ascontiguousarray(mesh.weights[order])
-    sub_weight = np.ascontiguousarray(masked.sub_weight[order])
-    starts = masked.starts
-    n_mask = starts.size - 1
-    width = int(np.max(np.diff(starts))) * indices.shape[1]
-    cols = np.zeros((n_mask, width), dtype=np.int64)
-    vals = np.zeros((n_mask, width))
-    counts = np.zeros(n_mask, dtype=np.int64)
-    compiled.sparse_rows(indices, weights, sub_weight, starts, cols, vals, counts)
-    ny, nx = dataset.grid.shape
-    rows, columns = np.divmod(dataset.mask_index, nx)
-    out = np.zeros((n_mask, mesh.n_pixels))
-    compiled.blurred_rows(
-        cols,
-        vals,
-        counts,
-        masked.image_to_mask,
-        rows.astype(np.int64),
-        columns.astype(np.int64),
-        np.ascontiguousarray(dataset.psf.kernel),
-        nx,
-        ny,
-        out,
-    )
-    return out
-
-
 def _evaluate_jax(tracer: Tracer, dataset: Imaging, pixelization: Pixelization) -> tuple:
     """The JAX program: ``(log_evidence, chi^2, s^T R s, ln det(F + R), ln det R, noise
     normalisation, reconstruction, model, vertices, points)``."""

@@ -19,8 +19,6 @@ prange = range  # numba's prange in the compiled copy (see compiled)
 _FUNCTIONS = (
     "relocate_loop",
     "sparse_rows",
-    "blurred_rows",
-    "dense_rows",
     "blurred_row_counts",
     "blurred_sparse_rows",
     "column_index",
@@ -91,44 +89,11 @@ def sparse_rows(indices, weights, sub_weight, starts, cols, vals, counts):
         counts[p] = c
 
 
-def dense_rows(cols, vals, counts, out):
-    """The mapping matrix ``out (n_mask, n_source)`` (zeroed) from :func:`sparse_rows`."""
-    for p in prange(counts.shape[0]):
-        for e in range(counts[p]):
-            out[p, cols[p, e]] += vals[p, e]
-
-
-def blurred_rows(cols, vals, counts, image_to_mask, rows, columns, kernel, nx, ny, out):
-    """The PSF-blurred mapping matrix ``out (n_mask, n_source)`` (zeroed), by direct
-    convolution of the sparse rows: ``out[q] = sum_ab kernel[a, b] M[pixel at
-    (row_q - a + cy, col_q - b + cx)]``, only masked-in pixels contributing."""
-    ky, kx = kernel.shape
-    cy = ky // 2
-    cx = kx // 2
-    for q in prange(rows.shape[0]):
-        r = rows[q]
-        c = columns[q]
-        for a in range(ky):
-            rr = r - a + cy
-            if rr < 0 or rr >= ny:
-                continue
-            for b in range(kx):
-                cc = c - b + cx
-                w = kernel[a, b]
-                if cc < 0 or cc >= nx or w == 0.0:
-                    continue
-                p = image_to_mask[rr * nx + cc]
-                if p < 0:
-                    continue
-                for e in range(counts[p]):
-                    out[q, cols[p, e]] += w * vals[p, e]
-
-
 def blurred_row_counts(
     cols, counts, image_to_mask, rows, columns, kernel, nx, ny, n_source, chunk, out_counts
 ):
     """Distinct source pixels in each row of the blurred mapping matrix (the sparse rows of
-    :func:`sparse_rows` convolved as in :func:`blurred_rows`), written into ``out_counts``.
+    :func:`sparse_rows` convolved with the PSF kernel), written into ``out_counts``.
     Rows are processed in chunks of ``chunk``, each with its own scratch marks."""
     ky, kx = kernel.shape
     cy = ky // 2
