@@ -258,15 +258,19 @@ def source_on_grid(
     xs, ys = np.meshgrid(centre[0] + axis, centre[1] + axis)
     mesh = fit.pixelization.mesh
     if isinstance(mesh, Rectangular):
-        from scipy.interpolate import RegularGridInterpolator
+        from twinlens.fit.pixelised.interpolation import lattice_weights
 
+        # the lattice's own columns and rows (uniform, or at quantiles for an adaptive mesh)
         ny, nx = mesh.shape
-        gx = np.linspace(lo[0], hi[0], nx)
-        gy = np.linspace(lo[1], hi[1], ny)
-        interp = RegularGridInterpolator(
-            (gy, gx), s.reshape(ny, nx), bounds_error=False, fill_value=np.nan
+        gx, gy = vertices[:nx, 0], vertices[::nx, 1]
+        points = np.stack([xs.ravel(), ys.ravel()], axis=-1)
+        indices, weights = lattice_weights(points, gx, gy, np)
+        image = np.sum(s[indices] * weights, axis=-1)
+        outside = (
+            (points[:, 0] < gx[0]) | (points[:, 0] > gx[-1])
+            | (points[:, 1] < gy[0]) | (points[:, 1] > gy[-1])
         )
-        image = interp(np.stack([ys, xs], axis=-1))
+        image = np.where(outside, np.nan, image).reshape(xs.shape)
     else:
         from scipy.interpolate import LinearNDInterpolator
 
