@@ -26,6 +26,7 @@ from twinlens.fit.pixelised import (
     FitPixelised,
     Pixelization,
     Rectangular,
+    RectangularAdaptDensity,
     log_evidence,
 )
 from twinlens.fit.pixelised.source import (
@@ -185,7 +186,9 @@ def test_imaging_likelihood_numba_and_jax_agree(dataset):
 
 
 @pytest.mark.parametrize(
-    "mesh", [Delaunay((10, 10)), Rectangular((9, 9))], ids=["delaunay", "rect"]
+    "mesh",
+    [Delaunay((10, 10)), Rectangular((9, 9)), RectangularAdaptDensity((9, 9))],
+    ids=["delaunay", "rect", "rect-adapt"],
 )
 def test_error_map_and_source_grid(source_only, mesh):
     fit = FitPixelised(source_only, Tracer(Galaxy(mass=MASS)), Pixelization(mesh, Constant(2.0)))

@@ -207,8 +207,7 @@ class RectangularAdaptDensity(Rectangular):
             or not 0.0 <= float(u) <= 1.0
         ):
             raise ValueError(
-                "RectangularAdaptDensity.uniform_fraction must be a number in [0, 1], got "
-                f"{u!r}"
+                f"RectangularAdaptDensity.uniform_fraction must be a number in [0, 1], got {u!r}"
             )
         object.__setattr__(self, "uniform_fraction", float(u))
         super().__post_init__()

@@ -261,14 +261,16 @@ def source_on_grid(
         from twinlens.fit.pixelised.interpolation import lattice_weights
 
         # the lattice's own columns and rows (uniform, or at quantiles for an adaptive mesh)
-        ny, nx = mesh.shape
+        nx = mesh.shape[1]
         gx, gy = vertices[:nx, 0], vertices[::nx, 1]
         points = np.stack([xs.ravel(), ys.ravel()], axis=-1)
         indices, weights = lattice_weights(points, gx, gy, np)
         image = np.sum(s[indices] * weights, axis=-1)
         outside = (
-            (points[:, 0] < gx[0]) | (points[:, 0] > gx[-1])
-            | (points[:, 1] < gy[0]) | (points[:, 1] > gy[-1])
+            (points[:, 0] < gx[0])
+            | (points[:, 0] > gx[-1])
+            | (points[:, 1] < gy[0])
+            | (points[:, 1] > gy[-1])
         )
         image = np.where(outside, np.nan, image).reshape(xs.shape)
     else:
