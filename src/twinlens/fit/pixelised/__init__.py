@@ -7,7 +7,8 @@ See :doc:`/pixelised` for the method. The modules, in the order an evaluation us
   border;
 * :mod:`~twinlens.fit.pixelised.meshes` (with :mod:`~twinlens.fit.pixelised.interpolation`
   and :mod:`~twinlens.fit.pixelised.triangulation`): rectangular (uniform or adaptive) and
-  Delaunay meshes;
+  Delaunay meshes, whose image-plane vertices :mod:`~twinlens.fit.pixelised.image_mesh` may
+  place by brightness;
 * :mod:`~twinlens.fit.pixelised.mapping`: the mapping matrix, binned and blurred;
 * :mod:`~twinlens.fit.pixelised.regularization`: constant, curvature and adaptive-brightness
   regularisation;
@@ -16,6 +17,7 @@ See :doc:`/pixelised` for the method. The modules, in the order an evaluation us
 """
 
 from twinlens.fit.pixelised.fit import FitPixelised, Pixelization, log_evidence
+from twinlens.fit.pixelised.image_mesh import kmeans_vertices
 from twinlens.fit.pixelised.meshes import Delaunay, Rectangular, RectangularAdaptDensity
 from twinlens.fit.pixelised.regularization import (
     AdaptiveBrightness,
@@ -34,5 +36,6 @@ __all__ = [
     "Rectangular",
     "RectangularAdaptDensity",
     "adaptive_weights",
+    "kmeans_vertices",
     "log_evidence",
 ]
