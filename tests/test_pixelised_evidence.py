@@ -108,7 +108,8 @@ def _reg_structure(reg, mesh, vertices):
     return h
 
 
-def reference_terms(dataset, mesh, reg, points, vertices):
+def reference_columns(dataset, mesh, points, vertices):
+    """The blurred mapping matrix ``(n_mask, n_source)``, column by column."""
     grid = dataset.grid
     used = grid.used
     f = grid.sub_size
@@ -122,7 +123,13 @@ def reference_terms(dataset, mesh, reg, points, vertices):
         image = np.zeros(grid.shape)
         image[used] = per_pixel
         columns.append(convolve2d(image, kernel, mode="same")[used])
-    b = np.array(columns).T
+    return np.array(columns).T
+
+
+def reference_terms(dataset, mesh, reg, points, vertices):
+    used = dataset.grid.used
+    n_src = len(vertices)
+    b = reference_columns(dataset, mesh, points, vertices)
     d = dataset.data[used]
     sigma = dataset.noise_map[used]
     bw = b / sigma[:, None]
