@@ -30,7 +30,9 @@ from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
 from twinlens.light import GaussianLight, LinearGaussian, LinearSersic, Sersic
 
-LENS_SERSIC = dict(centre=(0.0, 0.0), ell_comps=(0.05, 0.03), effective_radius=0.6, sersic_index=2.5)
+LENS_SERSIC = dict(
+    centre=(0.0, 0.0), ell_comps=(0.05, 0.03), effective_radius=0.6, sersic_index=2.5
+)
 
 
 def _dataset():

@@ -582,11 +582,12 @@ def _check_pixelised(tracer: Tracer, priors: dict) -> None:
         raise ConfigError(_toml_path(str(err))) from None
     if parts is None:
         return
-    free = free_lens_light(priors)
+    free = free_lens_light(priors, parts)
     if free:
         raise ConfigError(
             f"{_toml_path(free[0])}: lens light beside a pixelised source must have fixed "
-            "parameters (it is subtracted from the data before the inversion); give it a number"
+            "parameters unless it has a linear profile (without one it is subtracted from the "
+            "data before the inversion); give it a number, or make a profile linear"
         )
 
 
