@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend import resolve_backend
-from twinlens.fields import ValueIdentity
+from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.pixelised import loops, triangulation
 from twinlens.fit.pixelised.border import relocate
@@ -64,13 +64,20 @@ class Pixelization(ValueIdentity):
         :class:`~twinlens.fit.pixelised.regularization.Curvature` (rectangular meshes) or
         :class:`~twinlens.fit.pixelised.regularization.AdaptiveBrightness`; its
         ``coefficient`` is ``lambda``.
+    positive : bool
+        Constrain the source pixels (and any jointly solved intensities) to be >= 0, by
+        non-negative least squares (:func:`~twinlens.fit.pixelised.inversion.solve_normal`);
+        default False (the unconstrained, linear solution).
     """
 
     mesh: Any
     regularization: Any
+    positive: bool = static_field(default=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not isinstance(self.positive, bool):
+            raise ValueError(f"Pixelization.positive must be True or False, got {self.positive!r}")
         if not isinstance(self.mesh, (Rectangular, Delaunay)):
             raise TypeError(
                 f"Pixelization.mesh must be a Rectangular or Delaunay mesh, got "
@@ -114,8 +121,8 @@ def _check_tracer(tracer: Tracer) -> None:
         raise TypeError(f"tracer must be a Tracer, got {type(tracer).__name__}")
     if any(g.light for g in (*tracer.lenses, *tracer.sources)):
         raise ValueError(
-            "a pixelised fit takes a tracer of lens mass only: light profiles beside a "
-            "pixelised source are not supported yet (subtract the lens light from the data)"
+            "a pixelised fit takes a tracer of lens mass only: pass lens light as lens_light "
+            "(a Tracer of light only), or fit through FitImaging with the whole tracer"
         )
 
 
@@ -207,6 +214,7 @@ def _evaluate_host(
         return _failed(n_mask, n_source, n_linear, norm, mesh.vertices, points)
     lam = pixelization.regularization.coefficient
     reg = lam * _structure(pixelization, mesh, np) + EPSILON * np.eye(n_source)
+    positive = backend if pixelization.positive else None
     # the lens light's parametric part is fixed: subtract it; its linear columns join B
     data = masked.data if light is None else masked.data - light[0]
     fixed = 0.0 if light is None else light[0]
@@ -225,7 +233,7 @@ def _evaluate_host(
         def weighted_model(x: np.ndarray) -> np.ndarray:
             return sparse.times(x[:n_source]) + x[n_source:] @ columns
 
-        terms = solve_normal(curvature, vector, dw, masked.noise, reg, weighted_model, np)
+        terms = solve_normal(curvature, vector, dw, masked.noise, reg, weighted_model, np, positive)
         model = masked.noise * weighted_model(
             np.concatenate([terms.reconstruction, terms.intensities])
         )
@@ -236,7 +244,7 @@ def _evaluate_host(
     blurred = blurred_mapping_matrix(m, dataset, np)
     if n_linear:
         blurred = np.concatenate([blurred, light[1:].T], axis=1)
-    terms = solve(blurred, data, masked.noise, reg, np)
+    terms = solve(blurred, data, masked.noise, reg, np, positive)
     x = np.concatenate([terms.reconstruction, terms.intensities])
     return _Result(terms, blurred @ x + fixed, mesh.vertices, points)
 
@@ -275,8 +283,9 @@ def _evaluate_jax(
     lam_ok = _coefficient_ok(lam)
     lam_safe = jnp.where(lam_ok, lam, 1.0)
     reg = lam_safe * _structure(pixelization, mesh, jnp) + EPSILON * jnp.eye(n_source)
+    positive = "jax" if pixelization.positive else None
     terms = solve_normal(
-        columns @ columns.T, columns @ dw, dw, noise, reg, lambda x: x @ columns, jnp
+        columns @ columns.T, columns @ dw, dw, noise, reg, lambda x: x @ columns, jnp, positive
     )
     ok = lam_ok & (mesh.status == triangulation.STATUS_OK)
     log_e = jnp.where(ok, terms.log_evidence, -jnp.inf)

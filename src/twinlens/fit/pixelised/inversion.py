@@ -24,6 +24,13 @@ factor is the leading block of the whole system's factor, so one factorisation s
 the solve and the determinant. (The intensities are thus fitted, not marginalised: the
 evidence carries no ``ln det`` of their block.)
 
+**Positivity** (optional, ``Pixelization(..., positive=True)``): the unknowns are constrained
+to ``x >= 0`` and found by non-negative least squares on the normal equations,
+``min x^T (F + R') x - 2 x^T D``, which is ``chi^2 + s^T R s`` up to a constant; the
+determinants are unchanged (autolens' positive-only solver does the same). The active-set
+solver solves a dense ``n x n`` system per step, so it suits meshes of up to a few hundred
+pixels.
+
 A matrix that is not numerically positive definite (a factor with a non-positive or
 non-finite diagonal) gives ``-inf``, with the reason logged on the host backends.
 """
@@ -114,7 +121,14 @@ def _log_det_numpy(
     return 2.0 * float(np.sum(np.log(diag[:n_block]))), factor
 
 
-def solve(blurred: Any, data: Any, noise: Any, regularization: Any, xp: Any = np) -> InversionTerms:
+def solve(
+    blurred: Any,
+    data: Any,
+    noise: Any,
+    regularization: Any,
+    xp: Any = np,
+    positive: str | None = None,
+) -> InversionTerms:
     """Solve for the source and compute the log-evidence terms, from the dense blurred
     mapping matrix.
 
@@ -128,6 +142,8 @@ def solve(blurred: Any, data: Any, noise: Any, regularization: Any, xp: Any = np
         ``R``, symmetric positive definite.
     xp : module
         ``numpy`` (numpy and numba backends) or ``jax.numpy``.
+    positive : str, optional
+        See :func:`solve_normal`.
 
     Returns
     -------
@@ -135,7 +151,9 @@ def solve(blurred: Any, data: Any, noise: Any, regularization: Any, xp: Any = np
     """
     bw = blurred / noise[:, None]
     dw = data / noise
-    return solve_normal(bw.T @ bw, bw.T @ dw, dw, noise, regularization, lambda s: bw @ s, xp)
+    return solve_normal(
+        bw.T @ bw, bw.T @ dw, dw, noise, regularization, lambda s: bw @ s, xp, positive
+    )
 
 
 def solve_normal(
@@ -146,6 +164,7 @@ def solve_normal(
     regularization: Any,
     weighted_model: Callable[[Any], Any],
     xp: Any = np,
+    positive: str | None = None,
 ) -> InversionTerms:
     """:func:`solve` from the normal equations, however ``F`` and ``D`` were formed.
 
@@ -165,6 +184,11 @@ def solve_normal(
     weighted_model : callable
         ``x -> B x / sigma`` for all ``n`` unknowns, for ``chi^2``.
     xp : module
+    positive : str, optional
+        None (default): the unconstrained solution. A backend name (``numpy``, ``numba`` or
+        ``jax``): every unknown constrained to be >= 0, by the non-negative least-squares
+        solver of :mod:`twinlens.fit.nnls` on ``(F + R', D)``, which minimises the same
+        ``chi^2 + s^T R s`` (see the module documentation).
     """
     n_source = regularization.shape[0]
     n_linear = curvature.shape[0] - n_source
@@ -193,7 +217,12 @@ def solve_normal(
                     -math.inf,
                     x[n_source:],
                 )
-            x = cho_solve((factor, True), vector, check_finite=False)
+            if positive is None:
+                x = cho_solve((factor, True), vector, check_finite=False)
+            else:
+                from twinlens.fit.nnls import nnls_gram
+
+                x = nnls_gram(system, vector, positive)
         return _score(
             weighted_data, weighted_model(x), x, regularization, log_det_a, log_det_r, norm, np
         )
@@ -212,7 +241,15 @@ def solve_normal(
         logs.append(2.0 * xp.sum(xp.log(xp.where(good, diag, 1.0))[:n_source]))
         factors.append(factor)
     safe = xp.where(ok, factors[0], xp.eye(system.shape[0]))
-    x = jax.scipy.linalg.cho_solve((safe, True), vector)
+    if positive is None:
+        x = jax.scipy.linalg.cho_solve((safe, True), vector)
+    else:
+        from twinlens.fit.nnls import nnls_gram
+
+        # the solver's answer is held constant under differentiation: it minimises
+        # chi^2 + s^T R s, whose derivative with respect to x vanishes or x sits on a bound
+        safe_system = xp.where(ok, system, xp.eye(system.shape[0]))
+        x = nnls_gram(safe_system, vector, "jax")
     terms = _score(weighted_data, weighted_model(x), x, regularization, logs[0], logs[1], norm, xp)
     return InversionTerms(
         terms.reconstruction,
