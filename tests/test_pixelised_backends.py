@@ -13,6 +13,7 @@ from twinlens.fit.pixelised import (
     FitPixelised,
     Pixelization,
     Rectangular,
+    RectangularAdaptDensity,
     log_evidence,
 )
 
@@ -27,6 +28,8 @@ PIXELIZATIONS = {
     "rect-constant": Pixelization(Rectangular((8, 9)), Constant(0.8)),
     "rect-curvature": Pixelization(Rectangular((8, 9)), Curvature(0.2)),
     "delaunay-constant": Pixelization(Delaunay((10, 10)), Constant(1.5)),
+    "rect-adapt-constant": Pixelization(RectangularAdaptDensity((8, 9)), Constant(0.8)),
+    "rect-adapt-curvature": Pixelization(RectangularAdaptDensity((8, 9), 0.2), Curvature(0.2)),
 }
 
 
@@ -79,7 +82,9 @@ def test_jax_vmap_over_lens_parameter_and_lambda_matches_a_loop():
 
 
 @pytest.mark.parametrize(
-    "mesh", [Rectangular((8, 9)), Delaunay((10, 10))], ids=["rect", "delaunay"]
+    "mesh",
+    [Rectangular((8, 9)), Delaunay((10, 10)), RectangularAdaptDensity((8, 9))],
+    ids=["rect", "delaunay", "rect-adapt"],
 )
 def test_jax_gradients_match_finite_differences(mesh):
     jax = _jax()
@@ -116,7 +121,9 @@ def test_jax_gradients_match_finite_differences(mesh):
 def test_jax_gradients_finite_where_sub_pixels_sit_on_vertices():
     """With no deflection (shear 0), a Delaunay overlay whose points include pixel centres
     and a sub-pixel per pixel centre puts points exactly on vertices and on triangle edges;
-    a rectangular mesh always has points on its corner vertices."""
+    a rectangular mesh always has points on its corner vertices; an adaptive one, on
+    undeflected sub-pixels that share their x and y, has quantile edges on points and cells
+    of zero width."""
     jax = _jax()
     from twinlens.fit.imaging import Imaging
     from twinlens.fit.psf import PSF
@@ -128,7 +135,13 @@ def test_jax_gradients_finite_where_sub_pixels_sit_on_vertices():
     rng = np.random.default_rng(0)
     data = Imaging(rng.normal(0, 1, (12, 12)), np.ones((12, 12)), PSF.gaussian(0.1, 0.1, 3), grid)
     ny = int(np.ptp(np.nonzero(grid.used)[0])) + 1
-    for mesh in (Delaunay((2 * ny - 1, 2 * ny - 1)), Rectangular((5, 5))):
+    meshes = (
+        Delaunay((2 * ny - 1, 2 * ny - 1)),
+        Rectangular((5, 5)),
+        RectangularAdaptDensity((5, 5)),
+        RectangularAdaptDensity((9, 9)),
+    )
+    for mesh in meshes:
 
         def f(g1, lam, mesh=mesh):
             t = Tracer(Galaxy(mass=ExternalShear(gamma_1=g1, gamma_2=0.0)))

@@ -27,6 +27,7 @@ from twinlens.fit.pixelised import (
     FitPixelised,
     Pixelization,
     Rectangular,
+    RectangularAdaptDensity,
 )
 from twinlens.fit.pixelised.border import border_mask, relocate
 
@@ -107,7 +108,8 @@ def _reg_structure(reg, mesh, vertices):
     return h
 
 
-def reference_terms(dataset, mesh, reg, points, vertices):
+def reference_columns(dataset, mesh, points, vertices):
+    """The blurred mapping matrix ``(n_mask, n_source)``, column by column."""
     grid = dataset.grid
     used = grid.used
     f = grid.sub_size
@@ -121,7 +123,13 @@ def reference_terms(dataset, mesh, reg, points, vertices):
         image = np.zeros(grid.shape)
         image[used] = per_pixel
         columns.append(convolve2d(image, kernel, mode="same")[used])
-    b = np.array(columns).T
+    return np.array(columns).T
+
+
+def reference_terms(dataset, mesh, reg, points, vertices):
+    used = dataset.grid.used
+    n_src = len(vertices)
+    b = reference_columns(dataset, mesh, points, vertices)
     d = dataset.data[used]
     sigma = dataset.noise_map[used]
     bw = b / sigma[:, None]
@@ -148,6 +156,8 @@ def reference_terms(dataset, mesh, reg, points, vertices):
 CASES = [
     ("rect-constant", Rectangular((7, 8)), lambda n: Constant(0.7)),
     ("rect-curvature", Rectangular((7, 8)), lambda n: Curvature(0.3)),
+    ("rect-adapt-constant", RectangularAdaptDensity((7, 8)), lambda n: Constant(0.7)),
+    ("rect-adapt-curvature", RectangularAdaptDensity((7, 8), 0.25), lambda n: Curvature(0.3)),
     ("delaunay-constant", Delaunay((9, 9)), lambda n: Constant(2.5)),
     (
         "delaunay-adaptive",
@@ -166,6 +176,13 @@ def test_evidence_matches_dense_reference(name, mesh, make_reg):
     reg = make_reg(n_src)
     fit = FitPixelised(dataset, tracer, Pixelization(mesh, reg), "numpy")
     points, vertices = np.asarray(fit.source_plane_points), np.asarray(fit.source_vertices)
+    if isinstance(mesh, RectangularAdaptDensity):
+        # the lattice's axes, independently: numpy's quantiles blended with the uniform edges
+        u = mesh.uniform_fraction
+        for axis, n, got in ((0, 8, vertices[:8, 0]), (1, 7, vertices[::8, 1])):
+            q = np.quantile(points[:, axis], np.linspace(0, 1, n))
+            uniform = np.linspace(points[:, axis].min(), points[:, axis].max(), n)
+            np.testing.assert_allclose(got, (1 - u) * q + u * uniform, rtol=0, atol=1e-14)
     ref = reference_terms(dataset, mesh, reg, points, vertices)
     terms = fit.terms
     # R = lambda H + 1e-8 I has eigenvalues of 1e-8 on H's null space (constant, or for

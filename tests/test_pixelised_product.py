@@ -26,6 +26,7 @@ from twinlens.fit.pixelised import (
     FitPixelised,
     Pixelization,
     Rectangular,
+    RectangularAdaptDensity,
     log_evidence,
 )
 from twinlens.fit.pixelised.source import (
@@ -135,11 +136,6 @@ def test_what_cannot_go_with_a_pixelised_source_is_refused(dataset):
     src = Galaxy(light=p)
     cases = [
         (
-            Tracer(Galaxy(mass=MASS, light=LinearSersic(effective_radius=0.8)), src),
-            r"lenses\[0\]"
-            r"\.light\[0\] \(LinearSersic\) is a linear light profile",
-        ),
-        (
             Tracer(Galaxy(mass=MASS), Galaxy(light=SOURCE[0], pixelization=p)),
             r"sources\[0\]\.light",
         ),
@@ -154,6 +150,27 @@ def test_what_cannot_go_with_a_pixelised_source_is_refused(dataset):
     tracer = Tracer(Galaxy(mass=MASS, light=LENS_LIGHT), src)
     with pytest.raises(ValueError, match=r"lenses\[0\]\.light\[0\]\.intensity.*fixed"):
         free(dataset, tracer, ("lenses[0].light[0].intensity",))
+
+
+def test_linear_lens_light_with_free_parameters_in_a_likelihood(dataset):
+    """A linear lens light is solved with the source at every call, so its other parameters
+    may be free: numba and JAX batches agree with FitImaging."""
+    tracer = Tracer(
+        Galaxy(mass=MASS, light=LinearSersic(effective_radius=0.8, sersic_index=2.0)),
+        Galaxy(light=pix()),
+    )
+    like = ImagingLikelihood(
+        dataset,
+        tracer,
+        ("lenses[0].light[0].effective_radius", "lenses[0].mass[0].einstein_radius"),
+    )
+    vectors = np.array([[0.8, 1.0], [0.7, 1.02]])
+    numba = like.batch(vectors, "numba")
+    jax_values = np.asarray(like.batch(vectors, "jax"))
+    for v, a, b in zip(vectors, numba, jax_values, strict=True):
+        fit = FitImaging(dataset, like.instance(v), "numpy")
+        assert np.size(fit.intensities) == 1
+        assert rel(a, fit.log_likelihood) < 1e-10 and rel(b, fit.log_likelihood) < 1e-10
 
 
 # -- ImagingLikelihood on both backends ------------------------------------------------------
@@ -185,7 +202,9 @@ def test_imaging_likelihood_numba_and_jax_agree(dataset):
 
 
 @pytest.mark.parametrize(
-    "mesh", [Delaunay((10, 10)), Rectangular((9, 9))], ids=["delaunay", "rect"]
+    "mesh",
+    [Delaunay((10, 10)), Rectangular((9, 9)), RectangularAdaptDensity((9, 9))],
+    ids=["delaunay", "rect", "rect-adapt"],
 )
 def test_error_map_and_source_grid(source_only, mesh):
     fit = FitPixelised(source_only, Tracer(Galaxy(mass=MASS)), Pixelization(mesh, Constant(2.0)))
@@ -306,7 +325,6 @@ REG = (
         (REG, 'regularization = {type = "Constant", coeff = 1.0}', r"regularization\.coeff: .*did you mean \"coefficient\""),
         (MESH, MESH + "\nextra = 1", r"Pixelization has no entry 'extra'"),
         ("intensity = 0.3", "intensity = {uniform = [0.1, 0.5]}", r"lens\[0\]\.light\[0\]\.intensity: lens light beside a pixelised source must have fixed"),
-        ('type = "Sersic"\ncentre = [0.0, 0.0]\nell_comps = [0.05, 0.03]\neffective_radius = 0.8\nsersic_index = 2.0\nintensity = 0.3', 'type = "LinearSersic"\neffective_radius = 0.8', r"lens\[0\]\.light\[0\] \(LinearSersic\) is a linear light profile"),
         ("[[source.light]]\ntype = \"Pixelization\"", "[[source.light]]\ntype = \"GaussianLight\"\nsigma = 0.1\nintensity = 1.0\n[[source.light]]\ntype = \"Pixelization\"", r"source\[0\]\.light: light profiles in the same galaxy"),
     ],
 )  # fmt: skip
@@ -315,6 +333,16 @@ def test_config_errors_name_the_key(old, new, match):
     assert text != TOML
     with pytest.raises(ConfigError, match=match):
         parse_config(tomllib.loads(text), read_data=False)
+
+
+def test_config_linear_lens_light_may_have_free_parameters():
+    text = TOML.replace(
+        'type = "Sersic"\ncentre = [0.0, 0.0]\nell_comps = [0.05, 0.03]\neffective_radius = 0.8\nsersic_index = 2.0\nintensity = 0.3',
+        'type = "LinearSersic"\neffective_radius = {uniform = [0.5, 1.2]}',
+    )  # fmt: skip
+    assert text != TOML
+    model = parse_config(tomllib.loads(text), read_data=False).model
+    assert "lenses[0].light[0].effective_radius" in model.paths
 
 
 def test_config_pixelization_in_a_lens_is_refused():

@@ -90,12 +90,14 @@ class ImagingLikelihood(ValueIdentity):
             value = get_path(self.model, path)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise ValueError(f"{path!r} is not a scalar parameter (it holds {value!r})")
-        if pixelised_parts(self.model) is not None:  # refuses what cannot go with one
-            lens_light = free_lens_light(self.free)
+        parts = pixelised_parts(self.model)  # refuses what cannot go with one
+        if parts is not None:
+            lens_light = free_lens_light(self.free, parts)
             if lens_light:
                 raise ValueError(
                     f"{lens_light[0]!r}: lens light beside a pixelised source must have fixed "
-                    "parameters (it is subtracted from the data before the inversion); fix it"
+                    "parameters unless it has a linear profile (without one it is subtracted "
+                    "from the data before the inversion); fix it, or make a profile linear"
                 )
 
     @property

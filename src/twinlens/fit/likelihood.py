@@ -134,7 +134,7 @@ class FitImaging:
     def _result(self) -> tuple[Any, Any, Any]:
         if self.pixelised is not None:  # the evidence of the source inversion
             p = self.pixelised
-            return p.log_evidence, p.chi_squared, np.zeros(0)
+            return p.log_evidence, p.chi_squared, p.intensities
         if self.backend == "jax":
             return _jitted()(self.dataset, self.tracer, memo.enabled())
         return _evaluate(self.tracer, self.dataset, self.backend)
@@ -159,7 +159,7 @@ class FitImaging:
     def solved_tracer(self) -> Tracer:
         """The tracer with linear profiles replaced by parametric ones at the solved
         intensities."""
-        if self.pixelised is not None:  # no linear profile beside a pixelised source
+        if self.pixelised is not None and not np.size(self.intensities):
             return self.tracer
         return self.tracer.with_intensities(np.asarray(self.intensities))
 

@@ -298,7 +298,12 @@ def _profiles(
     return tuple(out)
 
 
-_MESHES = ("Rectangular", "Delaunay")
+_MESHES = ("Rectangular", "RectangularAdaptDensity", "Delaunay")
+_MESH_KEYS = {
+    "Rectangular": ("shape",),
+    "RectangularAdaptDensity": ("shape", "uniform_fraction"),
+    "Delaunay": ("shape",),
+}
 _REGULARIZATIONS = ("Constant", "Curvature", "AdaptiveBrightness")
 _PIXELIZATION_KEYS = ("type", "mesh", "regularization")
 
@@ -337,13 +342,20 @@ def _pixelization(params: dict, here: str, path: str, priors: dict) -> Any:
             "coefficient = {log_uniform = [0.01, 1000.0]}}"
         )
     name, mesh_params = _typed_table(params["mesh"], f"{here}.mesh", _MESHES, "mesh")
-    mesh_keys = ("shape",)
+    mesh_keys = _MESH_KEYS[name]
     for key, raw in mesh_params.items():
         if key not in mesh_keys:
+            settings = "setting is" if len(mesh_keys) == 1 else "settings are"
             raise ConfigError(
-                f"{here}.mesh.{key}: a {name} mesh has no setting {key!r}; its setting is "
-                f"shape = [ny, nx]{_suggest(key, mesh_keys)}"
+                f"{here}.mesh.{key}: a {name} mesh has no setting {key!r}; its {settings} "
+                f"{', '.join(mesh_keys)}{_suggest(key, mesh_keys)}"
             )
+        if key == "uniform_fraction":
+            if not _is_number(raw):
+                raise ConfigError(
+                    f"{here}.mesh.uniform_fraction = {_show(raw)}: expected a number in [0, 1]"
+                )
+            continue
         if not (
             isinstance(raw, list)
             and len(raw) == 2
@@ -353,7 +365,9 @@ def _pixelization(params: dict, here: str, path: str, priors: dict) -> Any:
                 f"{here}.mesh.shape = {_show(raw)}: expected [ny, nx], two whole numbers"
             )
     try:
-        mesh = getattr(pixelised, name)(**{k: tuple(v) for k, v in mesh_params.items()})
+        mesh = getattr(pixelised, name)(
+            **{k: tuple(v) if k == "shape" else float(v) for k, v in mesh_params.items()}
+        )
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{here}.mesh ({name}): {err}") from None
     where = f"{here}.regularization"
@@ -568,11 +582,12 @@ def _check_pixelised(tracer: Tracer, priors: dict) -> None:
         raise ConfigError(_toml_path(str(err))) from None
     if parts is None:
         return
-    free = free_lens_light(priors)
+    free = free_lens_light(priors, parts)
     if free:
         raise ConfigError(
             f"{_toml_path(free[0])}: lens light beside a pixelised source must have fixed "
-            "parameters (it is subtracted from the data before the inversion); give it a number"
+            "parameters unless it has a linear profile (without one it is subtracted from the "
+            "data before the inversion); give it a number, or make a profile linear"
         )
 
 

@@ -69,7 +69,7 @@ def plot_pixelised_fit(fit: FitImaging, path: str | Path) -> Path:
     grid = fit.dataset.grid
     data = np.where(grid.used, fit.dataset.data, np.nan)
     lo, hi = np.nanpercentile(data, [0.5, 99.5])
-    subtracted = np.where(grid.used, p.source_dataset.data, np.nan)
+    subtracted = np.where(grid.used, p.source_data, np.nan)
     _, caustics = critical_curves_and_caustics(p.parts.mass, extent, n=200)
     fig, axes = plt.subplots(2, 3, figsize=(14, 8.5), constrained_layout=True)
     panels = (

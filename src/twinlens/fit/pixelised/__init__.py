@@ -6,7 +6,9 @@ See :doc:`/pixelised` for the method. The modules, in the order an evaluation us
 * :mod:`~twinlens.fit.pixelised.border`: relocation of sub-pixels traced beyond the mask's
   border;
 * :mod:`~twinlens.fit.pixelised.meshes` (with :mod:`~twinlens.fit.pixelised.interpolation`
-  and :mod:`~twinlens.fit.pixelised.triangulation`): rectangular and Delaunay meshes;
+  and :mod:`~twinlens.fit.pixelised.triangulation`): rectangular (uniform or adaptive) and
+  Delaunay meshes, whose image-plane vertices :mod:`~twinlens.fit.pixelised.image_mesh` may
+  place by brightness;
 * :mod:`~twinlens.fit.pixelised.mapping`: the mapping matrix, binned and blurred;
 * :mod:`~twinlens.fit.pixelised.regularization`: constant, curvature and adaptive-brightness
   regularisation;
@@ -15,7 +17,8 @@ See :doc:`/pixelised` for the method. The modules, in the order an evaluation us
 """
 
 from twinlens.fit.pixelised.fit import FitPixelised, Pixelization, log_evidence
-from twinlens.fit.pixelised.meshes import Delaunay, Rectangular
+from twinlens.fit.pixelised.image_mesh import kmeans_vertices
+from twinlens.fit.pixelised.meshes import Delaunay, Rectangular, RectangularAdaptDensity
 from twinlens.fit.pixelised.regularization import (
     AdaptiveBrightness,
     Constant,
@@ -31,6 +34,8 @@ __all__ = [
     "FitPixelised",
     "Pixelization",
     "Rectangular",
+    "RectangularAdaptDensity",
     "adaptive_weights",
+    "kmeans_vertices",
     "log_evidence",
 ]

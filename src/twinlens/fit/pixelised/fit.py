@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend import resolve_backend
-from twinlens.fields import ValueIdentity
+from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.pixelised import loops, triangulation
 from twinlens.fit.pixelised.border import relocate
@@ -64,13 +64,20 @@ class Pixelization(ValueIdentity):
         :class:`~twinlens.fit.pixelised.regularization.Curvature` (rectangular meshes) or
         :class:`~twinlens.fit.pixelised.regularization.AdaptiveBrightness`; its
         ``coefficient`` is ``lambda``.
+    positive : bool
+        Constrain the source pixels (and any jointly solved intensities) to be >= 0, by
+        non-negative least squares (:func:`~twinlens.fit.pixelised.inversion.solve_normal`);
+        default False (the unconstrained, linear solution).
     """
 
     mesh: Any
     regularization: Any
+    positive: bool = static_field(default=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not isinstance(self.positive, bool):
+            raise ValueError(f"Pixelization.positive must be True or False, got {self.positive!r}")
         if not isinstance(self.mesh, (Rectangular, Delaunay)):
             raise TypeError(
                 f"Pixelization.mesh must be a Rectangular or Delaunay mesh, got "
@@ -114,8 +121,8 @@ def _check_tracer(tracer: Tracer) -> None:
         raise TypeError(f"tracer must be a Tracer, got {type(tracer).__name__}")
     if any(g.light for g in (*tracer.lenses, *tracer.sources)):
         raise ValueError(
-            "a pixelised fit takes a tracer of lens mass only: light profiles beside a "
-            "pixelised source are not supported yet (subtract the lens light from the data)"
+            "a pixelised fit takes a tracer of lens mass only: pass lens light as lens_light "
+            "(a Tracer of light only), or fit through FitImaging with the whole tracer"
         )
 
 
@@ -140,14 +147,32 @@ class _Result:
     points: Any  # relocated source-plane sub-pixels
 
 
-def _failed(n_mask: int, n_source: int, norm: float, vertices: Any, points: Any) -> _Result:
+def _failed(
+    n_mask: int, n_source: int, n_linear: int, norm: float, vertices: Any, points: Any
+) -> _Result:
     nan = math.nan
-    terms = InversionTerms(np.full(n_source, nan), nan, nan, nan, nan, norm, -math.inf)
+    terms = InversionTerms(
+        np.full(n_source, nan), nan, nan, nan, nan, norm, -math.inf, np.full(n_linear, nan)
+    )
     return _Result(terms, np.full(n_mask, nan), vertices, points)
 
 
+def _lens_light_terms(lens_light: Tracer | None, dataset: Imaging, backend: str) -> Any:
+    """The lens light's blurred images at the masked-in pixels, ``(1 + n_linear, n_mask)``:
+    the parametric part, then each linear profile's unit-intensity image; None without."""
+    if lens_light is None:
+        return None
+    from twinlens.fit.likelihood import blurred_terms
+
+    return blurred_terms(lens_light, dataset, backend)
+
+
 def _evaluate_host(
-    tracer: Tracer, dataset: Imaging, pixelization: Pixelization, backend: str
+    tracer: Tracer,
+    dataset: Imaging,
+    pixelization: Pixelization,
+    backend: str,
+    lens_light: Tracer | None = None,
 ) -> _Result:
     """numpy and numba backends."""
     prob = _problem(dataset, pixelization.mesh)
@@ -178,42 +203,57 @@ def _evaluate_host(
         vertices = None if vertices is None else relocate(vertices, border, np)
     mesh = pixelization.mesh.mapping(points, vertices, np)
     n_mask, n_source = masked.data.size, mesh.n_pixels
+    light = _lens_light_terms(lens_light, dataset, backend)
+    n_linear = 0 if light is None else light.shape[0] - 1
     norm = float(np.sum(np.log(2.0 * math.pi * masked.noise**2)))
     if mesh.status != triangulation.STATUS_OK:
         if isinstance(pixelization.mesh, Rectangular):
             logger.warning(
                 "pixelised source: the traced sub-pixels span no area; log-evidence is -inf"
             )
-        return _failed(n_mask, n_source, norm, mesh.vertices, points)
+        return _failed(n_mask, n_source, n_linear, norm, mesh.vertices, points)
     lam = pixelization.regularization.coefficient
     reg = lam * _structure(pixelization, mesh, np) + EPSILON * np.eye(n_source)
+    positive = backend if pixelization.positive else None
+    # the lens light's parametric part is fixed: subtract it; its linear columns join B
+    data = masked.data if light is None else masked.data - light[0]
+    fixed = 0.0 if light is None else light[0]
+    dw = data / masked.noise
+    columns = np.zeros((0, n_mask)) if light is None else light[1:] / masked.noise
     if backend == "numba":
         # the sparse route: F = B~^T B~ over the nonzeros of the blurred mapping matrix
         sparse = sparse_blurred(mesh.indices, mesh.weights, n_source, masked, 1.0 / masked.noise)
-        dw = masked.data / masked.noise
-        terms = solve_normal(
-            sparse.curvature(),
-            sparse.transpose_times(dw),
-            dw,
-            masked.noise,
-            reg,
-            sparse.times,
-            np,
+        curvature = sparse.curvature()
+        vector = sparse.transpose_times(dw)
+        if n_linear:
+            cross = np.stack([sparse.transpose_times(c) for c in columns])  # (n_linear, n_s)
+            curvature = np.block([[curvature, cross.T], [cross, columns @ columns.T]])
+            vector = np.concatenate([vector, columns @ dw])
+
+        def weighted_model(x: np.ndarray) -> np.ndarray:
+            return sparse.times(x[:n_source]) + x[n_source:] @ columns
+
+        terms = solve_normal(curvature, vector, dw, masked.noise, reg, weighted_model, np, positive)
+        model = masked.noise * weighted_model(
+            np.concatenate([terms.reconstruction, terms.intensities])
         )
-        return _Result(
-            terms, masked.noise * sparse.times(terms.reconstruction), mesh.vertices, points
-        )
+        return _Result(terms, model + fixed, mesh.vertices, points)
     m = mapping_matrix(
         mesh.indices, mesh.weights, masked.sub_pixel, masked.sub_weight, n_mask, n_source
     )
     blurred = blurred_mapping_matrix(m, dataset, np)
-    terms = solve(blurred, masked.data, masked.noise, reg, np)
-    return _Result(terms, blurred @ terms.reconstruction, mesh.vertices, points)
+    if n_linear:
+        blurred = np.concatenate([blurred, light[1:].T], axis=1)
+    terms = solve(blurred, data, masked.noise, reg, np, positive)
+    x = np.concatenate([terms.reconstruction, terms.intensities])
+    return _Result(terms, blurred @ x + fixed, mesh.vertices, points)
 
 
-def _evaluate_jax(tracer: Tracer, dataset: Imaging, pixelization: Pixelization) -> tuple:
+def _evaluate_jax(
+    tracer: Tracer, dataset: Imaging, pixelization: Pixelization, lens_light: Tracer | None = None
+) -> tuple:
     """The JAX program: ``(log_evidence, chi^2, s^T R s, ln det(F + R), ln det R, noise
-    normalisation, reconstruction, model, vertices, points)``."""
+    normalisation, reconstruction, model, vertices, points, intensities)``."""
     from twinlens.backend import jax_runtime
 
     jnp = jax_runtime.load().numpy
@@ -231,16 +271,21 @@ def _evaluate_jax(tracer: Tracer, dataset: Imaging, pixelization: Pixelization) 
     mesh = pixelization.mesh.mapping(points, vertices, jnp)
     n_source = mesh.n_pixels
     noise = jnp.asarray(masked.noise)
-    dw = jnp.asarray(masked.data / masked.noise)
+    light = _lens_light_terms(lens_light, dataset, "jax")
+    fixed = 0.0 if light is None else light[0]
+    dw = (jnp.asarray(masked.data) - fixed) / noise
     # B~^T = (B / sigma)^T, (n_source, n_mask): F = B~^T B~ and D = B~^T d~ contract the
     # long axis without transposing the matrix
     columns = blurred_columns(mesh.indices, mesh.weights, n_source, masked, jnp) / noise
+    if light is not None:  # the linear light profiles' columns after the source's
+        columns = jnp.concatenate([columns, light[1:] / noise], axis=0)
     lam = pixelization.regularization.coefficient
     lam_ok = _coefficient_ok(lam)
     lam_safe = jnp.where(lam_ok, lam, 1.0)
     reg = lam_safe * _structure(pixelization, mesh, jnp) + EPSILON * jnp.eye(n_source)
+    positive = "jax" if pixelization.positive else None
     terms = solve_normal(
-        columns @ columns.T, columns @ dw, dw, noise, reg, lambda s: s @ columns, jnp
+        columns @ columns.T, columns @ dw, dw, noise, reg, lambda x: x @ columns, jnp, positive
     )
     ok = lam_ok & (mesh.status == triangulation.STATUS_OK)
     log_e = jnp.where(ok, terms.log_evidence, -jnp.inf)
@@ -252,9 +297,10 @@ def _evaluate_jax(tracer: Tracer, dataset: Imaging, pixelization: Pixelization) 
         terms.log_det_regularization,
         terms.noise_normalization,
         terms.reconstruction,
-        noise * (terms.reconstruction @ columns),
+        noise * (jnp.concatenate([terms.reconstruction, terms.intensities]) @ columns) + fixed,
         mesh.vertices,
         points,
+        terms.intensities,
     )
 
 
@@ -263,16 +309,22 @@ def _jitted() -> Any:
     from twinlens.backend import jax_runtime
 
     jax = jax_runtime.load()
-    # the dataset is static (hashes by value); the tracer and the pixelization are pytrees
-    # (lens parameters and lambda are leaves; the mesh's fields are static)
+    # the dataset is static (hashes by value); the tracer, the pixelization and the lens light
+    # are pytrees (lens parameters and lambda are leaves; the mesh's fields are static)
     return jax.jit(
-        lambda dataset, tracer, pixelization: _evaluate_jax(tracer, dataset, pixelization),
+        lambda dataset, tracer, pixelization, lens_light: _evaluate_jax(
+            tracer, dataset, pixelization, lens_light
+        ),
         static_argnums=(0,),
     )
 
 
 def log_evidence(
-    tracer: Tracer, dataset: Imaging, pixelization: Pixelization, backend: str | None = None
+    tracer: Tracer,
+    dataset: Imaging,
+    pixelization: Pixelization,
+    backend: str | None = None,
+    lens_light: Tracer | None = None,
 ) -> Any:
     """The Bayesian log-evidence of ``dataset`` given the lens ``tracer`` and a pixelised
     source (see :mod:`twinlens.fit.pixelised.inversion` for the terms).
@@ -285,13 +337,15 @@ def log_evidence(
     pixelization : Pixelization
     backend : str, optional
         ``numba``, ``jax`` or ``numpy`` (default: the process default; JAX for JAX inputs).
+    lens_light : Tracer, optional
+        Lens light solved jointly with the source (see :class:`FitPixelised`).
 
     Returns
     -------
     float (numpy, numba) or JAX scalar
         ``-inf`` for an unusable mesh or a regularisation coefficient out of range.
     """
-    return FitPixelised(dataset, tracer, pixelization, backend).log_evidence
+    return FitPixelised(dataset, tracer, pixelization, backend, lens_light).log_evidence
 
 
 class FitPixelised:
@@ -305,6 +359,12 @@ class FitPixelised:
     pixelization : Pixelization
     backend : str, optional
         ``numba``, ``jax`` or ``numpy``.
+    lens_light : Tracer, optional
+        Galaxies of light only (no mass, no pixelization), fitted with the source: its
+        parametric profiles' blurred image is subtracted from the data, and its linear
+        profiles' blurred unit-intensity images are solved jointly with the source pixels
+        (:mod:`~twinlens.fit.pixelised.inversion`); evaluated at every call, so its parameters
+        may vary (be JAX tracers).
     """
 
     def __init__(
@@ -313,8 +373,19 @@ class FitPixelised:
         tracer: Tracer,
         pixelization: Pixelization,
         backend: str | None = None,
+        lens_light: Tracer | None = None,
     ) -> None:
         _check_tracer(tracer)
+        if lens_light is not None and (
+            not isinstance(lens_light, Tracer)
+            or lens_light.pixelizations
+            or any(g.mass for g in (*lens_light.lenses, *lens_light.sources))
+            or lens_light.sources
+        ):
+            raise ValueError(
+                "lens_light must be a Tracer of lens galaxies with light profiles only (no mass, "
+                "no pixelization, no source galaxies)"
+            )
         if not isinstance(dataset, Imaging):
             raise TypeError(f"dataset must be an Imaging, got {type(dataset).__name__}")
         if not isinstance(pixelization, Pixelization):
@@ -322,7 +393,13 @@ class FitPixelised:
         self.dataset = dataset
         self.tracer = tracer
         self.pixelization = pixelization
-        self.backend = resolve_backend(backend, *_numbers(tracer), *_numbers(pixelization))
+        self.lens_light = lens_light
+        self.backend = resolve_backend(
+            backend,
+            *_numbers(tracer),
+            *_numbers(pixelization),
+            *(_numbers(lens_light) if lens_light is not None else ()),
+        )
         _problem(dataset, pixelization.mesh)  # configuration errors now, not inside a program
 
     @cached_property
@@ -333,13 +410,17 @@ class FitPixelised:
             jax = jax_runtime.load()
             # on CPU, JAX's Cholesky calls LAPACK (see inversion.one_blas_thread)
             with one_blas_thread():
-                out = jax.block_until_ready(_jitted()(self.dataset, self.tracer, self.pixelization))
-            terms = InversionTerms(out[6], out[1], out[2], out[3], out[4], out[5], out[0])
+                out = jax.block_until_ready(
+                    _jitted()(self.dataset, self.tracer, self.pixelization, self.lens_light)
+                )
+            terms = InversionTerms(out[6], out[1], out[2], out[3], out[4], out[5], out[0], out[10])
             return _Result(terms, out[7], out[8], out[9])
         # every BLAS call of the host path on one thread, not only the factorisations: the
         # example's likelihood took 27 ms with threaded BLAS on 2 cores, 7.8 ms on one
         with one_blas_thread():
-            return _evaluate_host(self.tracer, self.dataset, self.pixelization, self.backend)
+            return _evaluate_host(
+                self.tracer, self.dataset, self.pixelization, self.backend, self.lens_light
+            )
 
     @property
     def terms(self) -> InversionTerms:
@@ -362,6 +443,12 @@ class FitPixelised:
         return self._result.terms.reconstruction
 
     @property
+    def intensities(self) -> Any:
+        """The lens light's linear profiles' intensities solved with the source,
+        ``(n_linear,)`` (empty without ``lens_light``)."""
+        return self._result.terms.intensities
+
+    @property
     def source_vertices(self) -> Any:
         """Source-pixel positions ``(n_source, 2)``, arcsec."""
         return self._result.vertices
@@ -373,7 +460,8 @@ class FitPixelised:
 
     @cached_property
     def model_image(self) -> np.ndarray:
-        """The blurred model ``(ny, nx)``; NaN outside the mask."""
+        """The blurred model ``(ny, nx)`` (the lensed source, plus ``lens_light`` when given);
+        NaN outside the mask."""
         out = np.full(self.dataset.grid.n_pixels, np.nan)
         out[self.dataset.mask_index] = np.asarray(self._result.model)
         return out.reshape(self.dataset.grid.shape)

@@ -4,7 +4,8 @@ A pixelised source is a vector ``s`` of values at the mesh's vertices (its *sour
 the brightness at a point is a weighted sum of a few of them:
 
 * rectangular mesh: bilinear interpolation between the four corners of the lattice cell that
-  holds the point (4 weights);
+  holds the point (4 weights), on a uniform lattice (:func:`bilinear_weights`) or one with
+  edges of any spacing (:func:`lattice_weights`);
 * Delaunay mesh: barycentric (linear) interpolation inside the triangle that holds the point
   (3 weights); a point outside the convex hull of the vertices takes the value of the nearest
   point of the hull (linear along the nearest hull edge), so the weights are continuous across
@@ -30,6 +31,7 @@ __all__ = [
     "bilinear_weights",
     "delaunay_weights",
     "hull_edge_fraction",
+    "lattice_weights",
 ]
 
 
@@ -104,6 +106,57 @@ def bilinear_weights(
     base = i * nx + j
     indices = xp.stack([base, base + 1, base + nx, base + nx + 1], axis=-1)
     return indices, xp.stack(w, axis=-1)
+
+
+def lattice_weights(points: Any, x_edges: Any, y_edges: Any, xp: Any = np) -> tuple[Any, Any]:
+    """Indices and weights of bilinear interpolation on a lattice whose vertex columns sit at
+    ``x_edges (nx,)`` and rows at ``y_edges (ny,)`` (each non-decreasing, spacing free).
+
+    Vertex ``(i, j)`` sits at ``(x_edges[j], y_edges[i])`` and is source pixel ``i * nx + j``.
+    A point reads the cell ``[x_edges[j], x_edges[j + 1]] x [y_edges[i], y_edges[i + 1]]``
+    that holds it, with the fractions ``tx = (x - x_edges[j]) / (x_edges[j + 1] - x_edges[j])``
+    (likewise ``ty``) in :func:`bilinear_point`; a point outside the lattice is clamped to its
+    edge. A cell of zero width (two equal edges) holds no point: a point on that edge reads
+    the next cell, so no division by zero is reached.
+
+    Parameters
+    ----------
+    points : float array (n, 2)
+        ``(x, y)``, arcsec.
+    x_edges : float array (nx,)
+    y_edges : float array (ny,)
+        ``nx, ny >= 2``.
+    xp : module
+        ``numpy`` or ``jax.numpy``.
+
+    Returns
+    -------
+    indices : int array (n, 4)
+    weights : float array (n, 4)
+        Non-negative, summing to 1 per point; they reproduce every bilinear function of
+        ``(x, y)`` exactly inside the lattice.
+    """
+    nx = x_edges.shape[0]
+    j, tx = _axis_fraction(points[:, 0], x_edges, xp)
+    i, ty = _axis_fraction(points[:, 1], y_edges, xp)
+    w = bilinear_point(tx, ty)
+    base = i * nx + j
+    indices = xp.stack([base, base + 1, base + nx, base + nx + 1], axis=-1)
+    return indices, xp.stack(w, axis=-1)
+
+
+def _axis_fraction(values: Any, edges: Any, xp: Any) -> tuple[Any, Any]:
+    """Cell index (no derivative) and fraction within it (differentiable in the values and
+    the edges) of 1-D ``values`` on non-decreasing ``edges``."""
+    n = edges.shape[0]
+    # the last cell whose left edge is <= the value: skips zero-width cells
+    cell = xp.searchsorted(_stop(edges, xp), _stop(values, xp), side="right") - 1
+    cell = xp.clip(cell, 0, n - 2).astype(np.int64)
+    left, right = edges[cell], edges[cell + 1]
+    width = right - left
+    wide = width > 0.0
+    t = (values - left) / xp.where(wide, width, 1.0)
+    return cell, xp.clip(xp.where(wide, t, 0.0), 0.0, 1.0)
 
 
 def delaunay_weights(points: Any, vertices: Any, corners: Any, inside: Any, xp: Any = np) -> Any:

@@ -7,6 +7,10 @@ weights, and the neighbour pairs that regularisation couples.
 
 * :class:`Rectangular`: an ``(ny, nx)`` lattice of vertices spanning the traced sub-pixels'
   extent; bilinear interpolation (4 weights per sub-pixel); neighbours along rows and columns.
+* :class:`RectangularAdaptDensity`: the same lattice with its columns and rows at the
+  quantiles of the traced sub-pixels' ``x`` and ``y``, so each column (row) of cells holds
+  about the same number of sub-pixels: small cells where the lens magnifies, large ones where
+  the traced sub-pixels are sparse;
 * :class:`Delaunay`: vertices at the points of an ``(ny, nx)`` overlay grid that fall in the
   mask, traced to the source plane (and relocated like the sub-pixels); barycentric
   interpolation in their Delaunay triangulation (3 weights); neighbours along triangle edges.
@@ -22,10 +26,21 @@ import numpy as np
 
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.pixelised import triangulation
-from twinlens.fit.pixelised.interpolation import bilinear_weights, delaunay_weights
+from twinlens.fit.pixelised.interpolation import (
+    bilinear_weights,
+    delaunay_weights,
+    lattice_weights,
+)
 from twinlens.grids import Grid2D
 
-__all__ = ["Delaunay", "MeshMapping", "Rectangular", "overlay_points"]
+__all__ = [
+    "Delaunay",
+    "MeshMapping",
+    "Rectangular",
+    "RectangularAdaptDensity",
+    "overlay_points",
+    "quantile_edges",
+]
 
 
 @dataclass(frozen=True)
@@ -112,6 +127,118 @@ class Rectangular(ValueIdentity):
         ys = lo[1] + (hi[1] - lo[1]) * xp.linspace(0.0, 1.0, ny)
         vx = xp.broadcast_to(xs[None, :], (ny, nx)).reshape(-1)
         vy = xp.broadcast_to(ys[:, None], (ny, nx)).reshape(-1)
+        edges, stencils = _lattice(self.shape)
+        status = xp.where(ok, triangulation.STATUS_OK, triangulation.STATUS_DEGENERATE)
+        if xp is np:
+            status = int(status)
+        return MeshMapping(
+            indices=indices,
+            weights=weights,
+            n_pixels=self.n_pixels,
+            vertices=xp.stack([vx, vy], axis=-1),
+            edges=edges,
+            edge_valid=np.ones(len(edges), dtype=bool),
+            stencils=stencils,
+            status=status,
+        )
+
+
+def quantile_edges(values: Any, n: int, xp: Any = np) -> Any:
+    """``n`` quantiles of ``values (n_values,)`` at probabilities ``0, 1/(n-1), ..., 1``:
+    linear interpolation between order statistics (numpy's default ``linear`` method), so
+    the first is the minimum and the last the maximum. Continuous and piecewise linear in the
+    values (the order statistics are), hence differentiable almost everywhere under JAX.
+
+    Parameters
+    ----------
+    values : float array (n_values,)
+    n : int
+        >= 2.
+    xp : module
+
+    Returns
+    -------
+    float array (n,)
+        Non-decreasing.
+    """
+    count = values.shape[0]
+    position = np.linspace(0.0, 1.0, n) * (count - 1)
+    lo = np.floor(position).astype(np.int64)
+    hi = np.minimum(lo + 1, count - 1)
+    frac = position - lo
+    ordered = xp.sort(values)
+    return ordered[lo] + frac * (ordered[hi] - ordered[lo])
+
+
+@dataclass(frozen=True, eq=False)
+class RectangularAdaptDensity(Rectangular):
+    """A lattice of ``shape = (ny, nx)`` source pixels whose columns and rows adapt to the
+    density of the traced sub-pixels, with bilinear interpolation (autolens'
+    ``RectangularAdaptDensity`` idea; the edges here are quantiles, not a kernel CDF).
+
+    The vertex columns sit at the ``j / (nx - 1)`` quantiles of the traced sub-pixels' ``x``
+    (:func:`quantile_edges`), the rows likewise in ``y``: each column of cells, and each row,
+    holds about ``n_sub / (nx - 1)`` (``/ (ny - 1)``) sub-pixels, so the source pixels crowd
+    where the lens magnifies. The first and last edges are the traced extent, as for
+    :class:`Rectangular`. ``uniform_fraction`` blends the quantile edges with the uniform
+    ones, ``(1 - u) q + u e``, bounding how thin a cell gets; ``u = 1`` is
+    :class:`Rectangular`'s lattice.
+
+    The edges are continuous, piecewise linear functions of the traced positions, so the
+    evidence is continuous in the lens parameters and JAX differentiates it (the derivative
+    changes where two sub-pixels swap order along an axis, as a Delaunay mesh's changes where
+    its triangulation does).
+
+    Parameters
+    ----------
+    shape : (int, int)
+        Vertices along y and x, each from 3 to 1000.
+    uniform_fraction : float
+        ``u`` in [0, 1]; 0 (default) places the edges at the quantiles alone.
+    """
+
+    uniform_fraction: float = static_field(default=0.0)
+
+    def __post_init__(self) -> None:
+        u = self.uniform_fraction
+        if (
+            isinstance(u, bool)
+            or not isinstance(u, (int, float, np.integer, np.floating))
+            or not 0.0 <= float(u) <= 1.0
+        ):
+            raise ValueError(
+                f"RectangularAdaptDensity.uniform_fraction must be a number in [0, 1], got {u!r}"
+            )
+        object.__setattr__(self, "uniform_fraction", float(u))
+        super().__post_init__()
+
+    def edges(self, points: Any, xp: Any = np) -> tuple[Any, Any]:
+        """The lattice's vertex columns ``x_edges (nx,)`` and rows ``y_edges (ny,)``, arcsec,
+        for traced sub-pixels ``points (n, 2)``."""
+        ny, nx = self.shape
+        out = []
+        for axis, n in ((0, nx), (1, ny)):
+            q = quantile_edges(points[:, axis], n, xp)
+            u = self.uniform_fraction
+            if u > 0.0:
+                lo, hi = q[0], q[-1]  # the extent: minimum and maximum
+                q = (1.0 - u) * q + u * (lo + (hi - lo) * xp.linspace(0.0, 1.0, n))
+            out.append(q)
+        return out[0], out[1]
+
+    def mapping(self, points: Any, vertices: Any, xp: Any = np) -> MeshMapping:
+        """The mesh for traced sub-pixels ``points (n, 2)`` (``vertices`` is unused)."""
+        ny, nx = self.shape
+        x_edges, y_edges = self.edges(points, xp)
+        ok = (x_edges[-1] > x_edges[0]) & (y_edges[-1] > y_edges[0])
+        # a zero-width extent is unusable; spread the edges so the arithmetic stays finite
+        ramp_x = xp.linspace(0.0, 1.0, nx)
+        ramp_y = xp.linspace(0.0, 1.0, ny)
+        x_edges = xp.where(ok, x_edges, x_edges[0] + ramp_x)
+        y_edges = xp.where(ok, y_edges, y_edges[0] + ramp_y)
+        indices, weights = lattice_weights(points, x_edges, y_edges, xp)
+        vx = xp.broadcast_to(x_edges[None, :], (ny, nx)).reshape(-1)
+        vy = xp.broadcast_to(y_edges[:, None], (ny, nx)).reshape(-1)
         edges, stencils = _lattice(self.shape)
         status = xp.where(ok, triangulation.STATUS_OK, triangulation.STATUS_DEGENERATE)
         if xp is np:

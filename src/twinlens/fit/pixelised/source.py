@@ -12,9 +12,12 @@ What may stand beside the pixelised source:
 
 * lens mass, any;
 * lens light of **fixed** parameters (parametric profiles, intensities given): its blurred
-  image is subtracted from the data once, before the inversion. Linear lens light (intensities
-  solved) and free lens-light parameters are refused with an error naming the profile or the
-  parameter: their joint solve with the source pixels is not built yet;
+  image is subtracted from the data once, before the inversion;
+* lens light with **linear** profiles (intensities solved): the lens light is then evaluated
+  at every call and its linear profiles' intensities are solved jointly with the source
+  pixels (:mod:`~twinlens.fit.pixelised.inversion`), so its other parameters may be free too.
+  Free lens-light parameters without a linear profile are refused (that light is subtracted
+  once): make one of its profiles linear;
 * nothing else in the source plane: one pixelised source galaxy, with no light profiles.
 """
 
@@ -83,14 +86,6 @@ def pixelised_parts(tracer: Tracer) -> PixelisedParts | None:
                 f"lenses[{i}].pixelization: a pixelization reconstructs a source's light; put it "
                 "in a source galaxy"
             )
-        for j, p in enumerate(g.light):
-            if p.n_linear:
-                raise ValueError(
-                    f"lenses[{i}].light[{j}] ({type(p).__name__}) is a linear light profile: its "
-                    "intensity cannot yet be solved jointly with a pixelised source. Give the "
-                    "lens light fixed parameters (a parametric profile with its intensity); "
-                    "it is then subtracted from the data before the inversion"
-                )
     owners = [i for i, g in enumerate(tracer.sources) if g.pixelization is not None]
     if len(owners) > 1:
         raise ValueError(
@@ -113,9 +108,18 @@ def pixelised_parts(tracer: Tracer) -> PixelisedParts | None:
     )
 
 
-def free_lens_light(paths: Any) -> list[str]:
-    """The parameter paths among ``paths`` that name lens light (refused beside a pixelised
-    source: the lens light is subtracted from the data once)."""
+def joint_lens_light(parts: PixelisedParts) -> bool:
+    """Whether the lens light is solved jointly with the source (it has a linear profile)
+    rather than subtracted from the data once."""
+    return parts.lens_light is not None and parts.lens_light.n_linear > 0
+
+
+def free_lens_light(paths: Any, parts: PixelisedParts | None = None) -> list[str]:
+    """The parameter paths among ``paths`` that name lens light, refused beside a pixelised
+    source when that light is subtracted from the data once (``parts`` given and its lens light
+    solved jointly: none are refused)."""
+    if parts is not None and joint_lens_light(parts):
+        return []
     return [p for p in paths if p.startswith("lenses[") and ".light[" in p]
 
 
@@ -164,6 +168,13 @@ class PixelisedSourceFit:
             raise ValueError("the tracer has no pixelised source")
         self.parts = parts
         self.dataset = dataset
+        self.joint = joint_lens_light(parts)
+        if self.joint:  # evaluated with each call, linear intensities solved with the source
+            self.source_dataset = dataset
+            self.inversion = FitPixelised(
+                dataset, parts.mass, parts.pixelization, backend, lens_light=parts.lens_light
+            )
+            return
         self.source_dataset = (
             dataset if parts.lens_light is None else subtract_lens_light(dataset, parts.lens_light)
         )
@@ -180,8 +191,26 @@ class PixelisedSourceFit:
         return self.inversion.chi_squared
 
     @property
+    def intensities(self) -> Any:
+        """The lens light's linear intensities solved with the source, in
+        :attr:`Tracer.linear_profiles <twinlens.fit.tracer.Tracer.linear_profiles>` order
+        (empty without linear lens light)."""
+        return self.inversion.intensities
+
+    @property
+    def source_data(self) -> np.ndarray:
+        """The data less the (fitted) lens light, ``(ny, nx)``: what the source explains."""
+        lens_light = self.parts.lens_light
+        if not self.joint or lens_light is None:
+            return np.asarray(self.source_dataset.data)
+        solved = lens_light.with_intensities(np.asarray(self.intensities))
+        return np.asarray(self.dataset.data) - lens_light_image(self.dataset, solved)
+
+    @property
     def model_image(self) -> np.ndarray:
         """The blurred model ``(ny, nx)``: lens light plus lensed source; NaN outside the mask."""
+        if self.joint:  # the inversion modelled the lens light itself
+            return self.inversion.model_image
         return self.inversion.model_image + lens_light_image(self.dataset, self.parts.lens_light)
 
 
@@ -258,15 +287,21 @@ def source_on_grid(
     xs, ys = np.meshgrid(centre[0] + axis, centre[1] + axis)
     mesh = fit.pixelization.mesh
     if isinstance(mesh, Rectangular):
-        from scipy.interpolate import RegularGridInterpolator
+        from twinlens.fit.pixelised.interpolation import lattice_weights
 
-        ny, nx = mesh.shape
-        gx = np.linspace(lo[0], hi[0], nx)
-        gy = np.linspace(lo[1], hi[1], ny)
-        interp = RegularGridInterpolator(
-            (gy, gx), s.reshape(ny, nx), bounds_error=False, fill_value=np.nan
+        # the lattice's own columns and rows (uniform, or at quantiles for an adaptive mesh)
+        nx = mesh.shape[1]
+        gx, gy = vertices[:nx, 0], vertices[::nx, 1]
+        points = np.stack([xs.ravel(), ys.ravel()], axis=-1)
+        indices, weights = lattice_weights(points, gx, gy, np)
+        image = np.sum(s[indices] * weights, axis=-1)
+        outside = (
+            (points[:, 0] < gx[0])
+            | (points[:, 0] > gx[-1])
+            | (points[:, 1] < gy[0])
+            | (points[:, 1] > gy[-1])
         )
-        image = interp(np.stack([ys, xs], axis=-1))
+        image = np.where(outside, np.nan, image).reshape(xs.shape)
     else:
         from scipy.interpolate import LinearNDInterpolator
 

@@ -1,0 +1,106 @@
+"""Delaunay vertices from a brightness-weighted k-means (image_mesh): deterministic, denser
+where the weight is higher (measured against the square-root law of weighted k-means), and a
+better or equal evidence than the overlay grid at equal vertex count on an irregular source."""
+
+import numpy as np
+import pytest
+from pixelised_cases import lens_tracer, small_dataset
+
+from twinlens.fit.pixelised import Constant, Delaunay, Pixelization, log_evidence
+from twinlens.fit.pixelised.image_mesh import brightness_weights, kmeans_vertices
+from twinlens.fit.pixelised.meshes import overlay_points
+from twinlens.grids import Grid2D
+
+
+def _two_level_grid(faint):
+    grid = Grid2D.uniform(40, 0.05)
+    brightness = np.where(grid.x < 0, 1.0, faint)  # left half bright, right half faint
+    return grid, brightness
+
+
+@pytest.mark.parametrize(("faint", "expected"), [(1.0, 1.0), (1 / 16, 4.0)])
+def test_vertex_density_follows_the_weight(faint, expected):
+    """Weighted k-means in two dimensions puts centres at a density proportional to the
+    square root of the weight: a 16:1 weight gives about 4 times as many vertices on the
+    bright half; equal weights, about as many on each."""
+    grid, brightness = _two_level_grid(faint)
+    v = kmeans_vertices(grid, brightness, 120, weight_floor=0.0)
+    bright = int(np.sum(v[:, 0] < 0))
+    ratio = bright / (len(v) - bright)
+    assert ratio == pytest.approx(expected, rel=0.3)
+    assert len(np.unique(v, axis=0)) == 120
+
+
+def test_weight_power_two_makes_density_follow_the_brightness():
+    grid, brightness = _two_level_grid(0.25)  # sqrt(0.25**2) = 1/4 of the density
+    v = kmeans_vertices(grid, brightness, 120, weight_floor=0.0, weight_power=2.0)
+    bright = int(np.sum(v[:, 0] < 0))
+    assert bright / (len(v) - bright) == pytest.approx(4.0, rel=0.3)
+
+
+def test_same_inputs_same_vertices():
+    dataset = small_dataset()
+    data = np.where(dataset.grid.used, dataset.data, np.nan)
+    a = kmeans_vertices(dataset.grid, data, 60)
+    b = kmeans_vertices(dataset.grid, data.copy(), 60)
+    assert a.tobytes() == b.tobytes() and not a.flags.writeable
+    assert Delaunay(image_vertices=a) == Delaunay(image_vertices=b)
+    assert hash(Delaunay(image_vertices=a)) == hash(Delaunay(image_vertices=b))
+    c = kmeans_vertices(dataset.grid, data, 60, seed=2)
+    assert c.tobytes() != a.tobytes()
+    # each vertex inside the mask's extent, and in the order documented (y, then x)
+    assert np.all(np.lexsort((a[:, 0], a[:, 1])) == np.arange(len(a)))
+
+
+@pytest.mark.parametrize("shape", [(10, 10), (14, 14)])
+def test_evidence_not_worse_than_the_overlay_at_equal_vertex_count(shape):
+    """On the simulated irregular source (two clumps and a Sersic), vertices clustered on the
+    data's brightness score a higher best-lambda log-evidence than the overlay's at the same
+    count (measured +28.8 at 96 vertices, +13.3 at 176; +0.8 at 292, where both resolve the
+    source). The evidence of a mesh varies by several units with the vertices' exact places,
+    so a clustering is not better at every count and seed."""
+    dataset = small_dataset()
+    tracer = lens_tracer()
+    n = len(overlay_points(dataset.grid, shape))
+    vertices = kmeans_vertices(dataset.grid, np.where(dataset.grid.used, dataset.data, 0.0), n)
+    assert len(vertices) == n
+    lams = np.geomspace(0.01, 100.0, 13)
+
+    def best(mesh):
+        return max(
+            log_evidence(tracer, dataset, Pixelization(mesh, Constant(lam)), "numpy")
+            for lam in lams
+        )
+
+    assert best(Delaunay(image_vertices=vertices)) >= best(Delaunay(shape))
+
+
+def test_brightness_weights():
+    b = np.array([-1.0, 0.0, 0.5, 2.0])
+    np.testing.assert_allclose(brightness_weights(b, 0.0, 1.0), [0.0, 0.0, 0.25, 1.0])
+    np.testing.assert_allclose(brightness_weights(b, 0.1, 2.0), [0.1, 0.1, 0.1, 1.0])
+    np.testing.assert_allclose(brightness_weights(-b, 0.2, 1.0), [1.0, 0.2, 0.2, 0.2])
+    np.testing.assert_allclose(brightness_weights(np.zeros(3)), np.ones(3))  # no signal
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_vertices": 2}, r"n_vertices must be an integer from 3 to"),
+        ({"n_vertices": 10_000}, r"n_vertices must be an integer from 3 to"),
+        ({"n_vertices": 10.0}, r"n_vertices must be an integer"),
+        ({"weight_floor": -0.1}, r"weight_floor must be a number in \[0, 1\]"),
+        ({"weight_power": -1.0}, r"weight_power must be a number in \[0, 100\]"),
+        ({"iterations": 0}, r"iterations must be an integer from 1"),
+        ({"brightness": np.ones((5, 5))}, r"brightness must have the grid's shape"),
+        ({"brightness": "nan"}, r"brightness must be finite inside the mask"),
+    ],
+)
+def test_bad_input_is_refused(kwargs, match):
+    grid = Grid2D.uniform(12, 0.1).circular_mask(0.5)
+    args = {"grid": grid, "brightness": np.ones((12, 12)), "n_vertices": 10}
+    args.update(kwargs)
+    if isinstance(args["brightness"], str):
+        args["brightness"] = np.where(grid.x > 0.1, np.nan, 1.0)
+    with pytest.raises(ValueError, match=match):
+        kmeans_vertices(**args)
