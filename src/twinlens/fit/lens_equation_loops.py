@@ -1,0 +1,84 @@
+"""The numba loop of the lens-equation solver's triangle search, as plain Python.
+
+This module runs as it is (slowly) on numpy arrays; :func:`compiled` makes the numba copy (the
+same text with ``prange`` taken from numba), written as a generated module so numba caches it
+on disk. :func:`barycentric` is also the JAX search's math (called on whole arrays), so both
+backends test a triangle the same way.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from types import ModuleType
+
+prange = range  # numba's prange in the compiled copy (see compiled)
+
+_FUNCTIONS = ("barycentric", "find_triangles")
+
+
+def barycentric(ax, ay, bx, by, cx, cy, sx, sy):
+    """Barycentric coordinates ``(l_a, l_b, l_c)`` of ``(sx, sy)`` in triangle ``abc`` and
+    twice its signed area ``d`` (``l`` are meaningless where ``d == 0``)."""
+    d = (bx - ax) * (cy - ay) - (by - ay) * (cx - ax)
+    safe = d + (d == 0.0)  # no division by zero; callers discard d == 0
+    la = ((bx - sx) * (cy - sy) - (by - sy) * (cx - sx)) / safe
+    lb = ((cx - sx) * (ay - sy) - (cy - sy) * (ax - sx)) / safe
+    return la, lb, 1.0 - la - lb, d
+
+
+def find_triangles(tri, sources, slack, out_index, out_count):
+    """For each source, the first ``out_index.shape[1]`` triangles (in index order) whose
+    source-plane image contains it, and how many there are in all.
+
+    ``tri`` is ``(n_triangles, 6)``: the mapped vertices ``ax, ay, bx, by, cx, cy``;
+    ``sources`` ``(n_sources, 2)``; a source counts as inside when every barycentric
+    coordinate is ``>= -slack`` (a source on a shared edge is found in both triangles, and the
+    solver drops the duplicate). Writes ``out_index (n_sources, k)`` (unused slots -1) and
+    ``out_count (n_sources,)``."""
+    k = out_index.shape[1]
+    for s in prange(sources.shape[0]):
+        sx = sources[s, 0]
+        sy = sources[s, 1]
+        n = 0
+        for t in range(tri.shape[0]):
+            ax = tri[t, 0]
+            ay = tri[t, 1]
+            bx = tri[t, 2]
+            by = tri[t, 3]
+            cx = tri[t, 4]
+            cy = tri[t, 5]
+            # bounding box first: most triangles are far from the source
+            if sx < min(ax, bx, cx) - slack or sx > max(ax, bx, cx) + slack:
+                continue
+            if sy < min(ay, by, cy) - slack or sy > max(ay, by, cy) + slack:
+                continue
+            la, lb, lc, d = barycentric(ax, ay, bx, by, cx, cy, sx, sy)
+            if d != 0.0 and la >= -slack and lb >= -slack and lc >= -slack:
+                if n < k:
+                    out_index[s, n] = t
+                n += 1
+        for j in range(min(n, k), k):
+            out_index[s, j] = -1
+        out_count[s] = n
+
+
+@cache
+def compiled() -> ModuleType:
+    """The numba-compiled copy of this module's loops (compiled once, cached on disk)."""
+    import inspect
+    import sys
+
+    from twinlens.backend import numba_runtime
+
+    numba_runtime.load()
+    source = inspect.getsource(sys.modules[__name__])
+    source = source.replace("prange = range  #", "from numba import njit, prange  #", 1)
+    cache_on = numba_runtime.cache_enabled()
+    module = sys.modules[__name__]
+    # parallel only where a prange loop is (numba warns when parallel=True finds none)
+    source += "\n\n# compiled copies\n" + "".join(
+        f"{name} = njit(parallel={'prange(' in inspect.getsource(getattr(module, name))}, "
+        f"cache={cache_on}, error_model='numpy')({name})\n"
+        for name in _FUNCTIONS
+    )
+    return numba_runtime.import_generated("fit_lens_equation", source)
