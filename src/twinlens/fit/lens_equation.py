@@ -10,7 +10,9 @@ The method, the same on every backend:
    locate every image. The barycentric weights give a first guess inside the triangle.
 2. **Newton refinement** with the Jacobian ``A = I - H`` from the tracer's hessian ``H``:
    ``theta <- theta + A^-1 (beta - beta(theta))``, each step clipped to two grid cells (near a
-   critical curve ``A`` is nearly singular and a full step would jump away).
+   critical curve ``A`` is nearly singular and a full step would jump away). A candidate
+   clipped five times is dropped: its triangle held no image nearby (about a singular centre
+   the mapped triangles are huge and contain sources whose images are far away).
 3. **Acceptance and de-duplication.** A candidate is an image when its source-plane residual
    ``|theta - alpha(theta) - beta|`` is below ``tolerance``; candidates closer than
    ``1e-4`` of a cell are one image (a source on a shared edge is found in both triangles), the
@@ -38,7 +40,10 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -58,8 +63,11 @@ _SLACK = 1e-9
 _SAME_IMAGE_CELLS = 1e-4
 #: a Newton step is clipped to this many cells
 _MAX_STEP_CELLS = 2.0
-#: the numba path stops iterating once every step is below this (arcsec)
-_CONVERGED_STEP = 1e-14
+#: a candidate is dropped after this many clipped steps
+_MAX_CLIPPED = 4
+#: on the host a candidate stops once its step is below this, relative to ``1 + |theta|``
+#: (Newton converges quadratically: the next step would be far below rounding)
+_CONVERGED_STEP = 1e-11
 
 
 class Images(NamedTuple):
@@ -144,7 +152,7 @@ class ImageSolver(ValueIdentity):
     centre: tuple[float, float] = static_field(default=(0.0, 0.0))
     cells: int = static_field(default=301)
     max_images: int = static_field(default=5)
-    newton_iterations: int = static_field(default=30)
+    newton_iterations: int = static_field(default=20)
     tolerance: float = static_field(default=1e-10)
     batch_size: int = static_field(default=32)
 
@@ -178,16 +186,17 @@ class ImageSolver(ValueIdentity):
         xx, yy = np.meshgrid(x, y)
         return np.stack([xx.ravel(), yy.ravel()], axis=-1)
 
+    @property
+    def max_blocks(self) -> int:
+        """Blocks of cells searched per source on JAX (``complete`` is False beyond)."""
+        return 8 * self.max_images + 8
+
     def triangles(self) -> np.ndarray:
-        """Vertex indices of the triangles, ``(2 cells^2, 3)``: per cell, ``(v00, v10, v11)``
-        then ``(v00, v11, v01)``, cells in row order."""
-        n = self.cells
-        j, i = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-        v00 = (j * (n + 1) + i).ravel()
-        v10, v01, v11 = v00 + 1, v00 + n + 1, v00 + n + 2
-        lower = np.stack([v00, v10, v11], axis=-1)
-        upper = np.stack([v00, v11, v01], axis=-1)
-        return np.stack([lower, upper], axis=1).reshape(-1, 3)
+        """Vertex indices of the triangles, ``(n_blocks, 2 B^2, 3)``, in blocks of ``B x B``
+        cells (``B = 8``; rows of blocks, then rows of cells within a block), per cell
+        ``(v00, v10, v11)`` then ``(v00, v11, v01)``; -1 pads the blocks at the far edges.
+        A source is looked for only in blocks whose mapped vertices' bounding box holds it."""
+        return _triangle_table(self.cells)
 
     # -- solving ----------------------------------------------------------------------------
 
@@ -224,7 +233,8 @@ class ImageSolver(ValueIdentity):
         if not np.all(np.isfinite(src)):
             raise ValueError("source must hold finite positions (x, y), arcsec; got NaN or inf")
         flat = src.reshape(-1, 2)
-        images = self._solve_host(tracer, flat, b)
+        with _serial_when_small(flat.shape[0], b):
+            images = self._solve_host(tracer, flat, b)
         batch = src.shape[:-1]
         m = self.max_images
         return Images(
@@ -235,9 +245,11 @@ class ImageSolver(ValueIdentity):
             images.complete.reshape(batch),
         )
 
-    def _mapped(self, tracer: Tracer, backend: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(tri (T, 6) mapped vertices, image (T, 6) image-plane vertices)``, remembered for
-        the last few (solver, tracer) pairs: the grid is mapped once per lens."""
+    def _mapped(self, tracer: Tracer, backend: str) -> tuple[np.ndarray, ...]:
+        """``(tri (T, 6), image (T, 6), boxes (n_blocks, 4))``: the mapped and the image-plane
+        vertices of every triangle slot (zeros in padding) and each block's source-plane
+        bounding box ``(x_min, x_max, y_min, y_max)``, remembered for the last few (solver,
+        tracer) pairs: the grid is mapped once per lens."""
         key = (self, tracer, backend)
         hit = _MAPPED.get(key)
         if hit is not None:
@@ -245,39 +257,55 @@ class ImageSolver(ValueIdentity):
             return hit
         v = self.vertices()
         ax, ay = _lens_deflections(tracer, v[:, 0], v[:, 1], backend)
-        mapped = np.stack([v[:, 0] - ax, v[:, 1] - ay], axis=-1)
-        t = self.triangles()
-        tri = np.ascontiguousarray(mapped[t].reshape(-1, 6))
-        image = np.ascontiguousarray(v[t].reshape(-1, 6))
-        _MAPPED[key] = (tri, image)
+        mx, my = v[:, 0] - ax, v[:, 1] - ay
+        table = self.triangles()
+        out = _block_arrays(table, mx, my, v[:, 0], v[:, 1], np)
+        _MAPPED[key] = out
         while len(_MAPPED) > _MAPPED_SIZE:
             _MAPPED.popitem(last=False)
-        return tri, image
+        return out
 
     def _solve_host(self, tracer: Tracer, sources: np.ndarray, backend: str) -> Images:
         """numba and numpy: sources ``(n, 2)``."""
-        tri, image = self._mapped(tracer, backend)
+        tri, image, boxes = self._mapped(tracer, backend)
         n, k = sources.shape[0], self.max_candidates
         index = np.empty((n, k), dtype=np.int64)
         count = np.empty(n, dtype=np.int64)
-        if backend == "numba":
-            loops.compiled().find_triangles(tri, sources, _SLACK, index, count)
-        else:
-            _find_triangles_numpy(tri, sources, index, count)
+        search = loops.compiled().find_triangles if backend == "numba" else loops.find_triangles
+        search(tri, boxes, sources, _SLACK, index, count)
         valid = index >= 0
         safe = np.where(valid, index, 0)
         sx = np.broadcast_to(sources[:, :1], (n, k))
         sy = np.broadcast_to(sources[:, 1:], (n, k))
         x0, y0 = _first_guess(tri[safe], image[safe], sx, sy, np)
         # Newton on the candidates only: most slots are empty
-        x, y = _newton(
-            tracer, x0[valid], y0[valid], sx[valid], sy[valid], self, backend, np, stop=True
-        )
+        x, y, alive = _newton(tracer, x0[valid], y0[valid], sx[valid], sy[valid], self, backend, np)
         xs, ys = np.zeros((n, k)), np.zeros((n, k))
         xs[valid], ys[valid] = x, y
+        valid[valid] = alive
         return _finish(tracer, xs, ys, sx, sy, valid, count <= k, self, backend, np)
 
 
+@contextmanager
+def _serial_when_small(n_sources: int, backend: str) -> Iterator[None]:
+    """numba on one thread for a few sources: each parallel kernel call wakes the other
+    threads, which costs more than its few points (measured 6 ms against 0.07 ms per call on
+    2 busy cores)."""
+    if backend != "numba" or n_sources >= _PARALLEL_MIN_SOURCES:
+        yield
+        return
+    from twinlens.backend import numba_runtime
+
+    numba = numba_runtime.load()
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
+_PARALLEL_MIN_SOURCES = 16
 _MAPPED: OrderedDict = OrderedDict()
 _MAPPED_SIZE = 8
 
@@ -291,6 +319,52 @@ def solve_lens_equation(
 
 
 # -- the math both backends share ---------------------------------------------------------
+
+_BLOCK = 8  # cells per block side
+
+
+@cache
+def _triangle_table(cells: int) -> np.ndarray:
+    n, b = cells, _BLOCK
+    nb = -(-n // b)
+    table = -np.ones((nb, nb, b, b, 2, 3), dtype=np.int64)
+    j, i = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    v00 = j * (n + 1) + i
+    v10, v01, v11 = v00 + 1, v00 + n + 1, v00 + n + 2
+    table[j // b, i // b, j % b, i % b, 0] = np.stack([v00, v10, v11], axis=-1)
+    table[j // b, i // b, j % b, i % b, 1] = np.stack([v00, v11, v01], axis=-1)
+    table = table.reshape(nb * nb, 2 * b * b, 3)
+    table.flags.writeable = False
+    return table
+
+
+def _block_arrays(
+    table: np.ndarray, mx: Any, my: Any, vx: Any, vy: Any, xp: Any
+) -> tuple[Any, Any, Any]:
+    """Triangle slots' mapped and image-plane vertices ``(T, 6)`` (zeros in padding, which
+    has zero area) and the blocks' source-plane boxes ``(n_blocks, 4)``."""
+    pad = xp.asarray(table < 0)
+    safe = np.where(table < 0, 0, table)
+
+    def gather(ux: Any, uy: Any) -> Any:
+        cols = [c[safe[..., i]] for i in range(3) for c in (ux, uy)]
+        return xp.where(pad[..., :1], 0.0, xp.stack(cols, axis=-1))  # (n_blocks, P, 6)
+
+    tri = gather(mx, my)
+    image = gather(vx, vy)
+    xs, ys = tri[..., 0::2], tri[..., 1::2]
+    big = xp.where(pad[..., :1], xp.inf, 0.0)
+    boxes = xp.stack(
+        [
+            (xs + big).min(axis=(1, 2)),
+            (xs - big).max(axis=(1, 2)),
+            (ys + big).min(axis=(1, 2)),
+            (ys - big).max(axis=(1, 2)),
+        ],
+        axis=-1,
+    )
+    n_slots = table.shape[0] * table.shape[1]
+    return tri.reshape(n_slots, 6), image.reshape(n_slots, 6), boxes
 
 
 def _lens_deflections(tracer: Tracer, x: Any, y: Any, backend: str) -> tuple[Any, Any]:
@@ -331,8 +405,8 @@ def _jacobian(tracer: Tracer, x: Any, y: Any, backend: str) -> tuple[Any, Any, A
 
 def _newton_step(
     tracer: Tracer, x: Any, y: Any, sx: Any, sy: Any, max_step: float, backend: str, xp: Any
-) -> tuple[Any, Any, Any]:
-    """One clipped Newton step: ``(x, y, |step|)``."""
+) -> tuple[Any, Any, Any, Any]:
+    """One clipped Newton step: ``(x, y, |step|, clipped)``."""
     ax, ay = _lens_deflections(tracer, x, y, backend)
     rx = sx - (x - ax)
     ry = sy - (y - ay)
@@ -342,8 +416,9 @@ def _newton_step(
     dx = (a22 * rx - a12 * ry) / safe
     dy = (a11 * ry - a12 * rx) / safe
     size = xp.sqrt(dx * dx + dy * dy)
-    scale = xp.where(size > max_step, max_step / xp.where(size > 0.0, size, 1.0), 1.0)
-    return x + scale * dx, y + scale * dy, size * scale
+    clipped = size > max_step
+    scale = xp.where(clipped, max_step / xp.where(clipped, size, 1.0), 1.0)
+    return x + scale * dx, y + scale * dy, size * scale, clipped
 
 
 def _newton(
@@ -355,25 +430,40 @@ def _newton(
     solver: ImageSolver,
     backend: str,
     xp: Any,
-    stop: bool,
-) -> tuple[Any, Any]:
-    """``solver.newton_iterations`` steps (fewer on the host when every step is converged)."""
+) -> tuple[Any, Any, Any]:
+    """Newton's iteration from ``(x, y)``: ``(x, y, alive)``. A candidate dies (stops, and is
+    no image) after ``_MAX_CLIPPED`` clipped steps: its triangle held no image nearby (the
+    mapped triangles about a singular centre are huge), and it would only crawl towards an
+    image that another candidate finds directly. On the host a candidate also stops once its
+    step is below ``_CONVERGED_STEP``; under JAX every candidate takes every step."""
     max_step = _MAX_STEP_CELLS * solver.spacing
     if xp is np:
+        x, y = np.array(x, dtype=float), np.array(y, dtype=float)
+        clips = np.zeros(x.shape, dtype=np.int64)
+        active = np.arange(x.size)  # only the candidates still moving are stepped
         for _ in range(solver.newton_iterations):
-            if x.size == 0:
+            if active.size == 0:
                 break
-            x, y, size = _newton_step(tracer, x, y, sx, sy, max_step, backend, xp)
-            if stop and bool(np.all(size <= _CONVERGED_STEP * (1.0 + np.abs(x) + np.abs(y)))):
-                break
-        return x, y
+            nx, ny, size, clipped = _newton_step(
+                tracer, x[active], y[active], sx[active], sy[active], max_step, backend, xp
+            )
+            clips[active] += clipped
+            x[active], y[active] = nx, ny
+            moving = size > _CONVERGED_STEP * (1.0 + np.abs(nx) + np.abs(ny))
+            active = active[moving & (clips[active] <= _MAX_CLIPPED)]
+        return x, y, clips <= _MAX_CLIPPED
     import jax
 
-    def body(_: Any, xy: tuple[Any, Any]) -> tuple[Any, Any]:
-        nx, ny, _size = _newton_step(tracer, xy[0], xy[1], sx, sy, max_step, backend, xp)
-        return nx, ny
+    def body(_: Any, state: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+        x0, y0, clips = state
+        nx, ny, _size, clipped = _newton_step(tracer, x0, y0, sx, sy, max_step, backend, xp)
+        alive = clips <= _MAX_CLIPPED
+        return xp.where(alive, nx, x0), xp.where(alive, ny, y0), clips + (alive & clipped)
 
-    return jax.lax.fori_loop(0, solver.newton_iterations, body, (x, y))
+    x, y, clips = jax.lax.fori_loop(
+        0, solver.newton_iterations, body, (x, y, xp.zeros(x.shape, dtype=int))
+    )
+    return x, y, clips <= _MAX_CLIPPED
 
 
 def _finish(
@@ -419,17 +509,6 @@ def _finish(
     return Images(positions, magnification, parity, mask, complete)
 
 
-def _find_triangles_numpy(tri: np.ndarray, sources: np.ndarray, index: Any, count: Any) -> None:
-    """The numpy backend's search: :func:`loops.find_triangles` on whole arrays."""
-    k = index.shape[1]
-    for s, (sx, sy) in enumerate(sources):
-        la, lb, lc, d = loops.barycentric(*(tri[:, i] for i in range(6)), sx, sy)
-        hits = np.flatnonzero((d != 0.0) & (la >= -_SLACK) & (lb >= -_SLACK) & (lc >= -_SLACK))
-        count[s] = hits.size
-        index[s] = -1
-        index[s, : min(k, hits.size)] = hits[:k]
-
-
 # -- JAX ------------------------------------------------------------------------------------
 
 _PROGRAM: Any = None
@@ -455,25 +534,40 @@ def _solve_jax(solver: ImageSolver, tracer: Tracer, source: Any) -> Images:
     if src.ndim < 1 or src.shape[-1] != 2:
         raise ValueError(f"source must have shape (..., 2) holding (x, y), got {src.shape}")
     v = solver.vertices()
-    t = solver.triangles()
+    table = solver.triangles()
+    n_blocks, per_block = table.shape[:2]
     vx, vy = jnp.asarray(v[:, 0]), jnp.asarray(v[:, 1])
     ax, ay = _lens_deflections(tracer, vx, vy, "jax")
-    mx, my = vx - ax, vy - ay
-    tri = jnp.stack([mx[t[:, 0]], my[t[:, 0]], mx[t[:, 1]], my[t[:, 1]], mx[t[:, 2]], my[t[:, 2]]])
-    image = jnp.asarray(v[t].reshape(-1, 6))
-    k = solver.max_candidates
+    tri, image, boxes = _block_arrays(table, vx - ax, vy - ay, vx, vy, jnp)
+    tri = tri.reshape(n_blocks, per_block, 6)
+    image = image.reshape(n_blocks, per_block, 6)
+    k, kb = solver.max_candidates, solver.max_blocks
 
     def one(s: Any) -> Images:
-        la, lb, lc, d = loops.barycentric(*tri, s[0], s[1])
+        # the blocks whose box holds the source, then their triangles (as the numba loop)
+        in_box = (
+            (boxes[:, 0] - _SLACK <= s[0])
+            & (s[0] <= boxes[:, 1] + _SLACK)
+            & (boxes[:, 2] - _SLACK <= s[1])
+            & (s[1] <= boxes[:, 3] + _SLACK)
+        )
+        n_in_box = in_box.sum()
+        (blocks,) = jnp.nonzero(in_box, size=kb, fill_value=0)
+        t = tri[blocks]  # (kb, P, 6)
+        la, lb, lc, d = loops.barycentric(*(t[..., i] for i in range(6)), s[0], s[1])
         inside = (d != 0.0) & (la >= -_SLACK) & (lb >= -_SLACK) & (lc >= -_SLACK)
+        inside = (inside & (jnp.arange(kb) < n_in_box)[:, None]).ravel()
         count = inside.sum()
         (index,) = jnp.nonzero(inside, size=k, fill_value=0)
         valid = jnp.arange(k) < count
         sx = jnp.full(k, s[0])
         sy = jnp.full(k, s[1])
-        x0, y0 = _first_guess(tri.T[index], image[index], sx, sy, jnp)
-        x, y = _newton(tracer, x0, y0, sx, sy, solver, "jax", jnp, stop=False)
-        return _finish(tracer, x, y, sx, sy, valid, count <= k, solver, "jax", jnp)
+        x0, y0 = _first_guess(
+            t.reshape(-1, 6)[index], image[blocks].reshape(-1, 6)[index], sx, sy, jnp
+        )
+        x, y, alive = _newton(tracer, x0, y0, sx, sy, solver, "jax", jnp)
+        searched_all = (n_in_box <= kb) & (count <= k)
+        return _finish(tracer, x, y, sx, sy, valid & alive, searched_all, solver, "jax", jnp)
 
     if src.ndim == 1:
         return one(src)

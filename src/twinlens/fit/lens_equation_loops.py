@@ -26,37 +26,36 @@ def barycentric(ax, ay, bx, by, cx, cy, sx, sy):
     return la, lb, 1.0 - la - lb, d
 
 
-def find_triangles(tri, sources, slack, out_index, out_count):
-    """For each source, the first ``out_index.shape[1]`` triangles (in index order) whose
+def find_triangles(tri, boxes, sources, slack, out_index, out_count):
+    """For each source, the first ``out_index.shape[1]`` triangles (in slot order) whose
     source-plane image contains it, and how many there are in all.
 
-    ``tri`` is ``(n_triangles, 6)``: the mapped vertices ``ax, ay, bx, by, cx, cy``;
-    ``sources`` ``(n_sources, 2)``; a source counts as inside when every barycentric
-    coordinate is ``>= -slack`` (a source on a shared edge is found in both triangles, and the
-    solver drops the duplicate). Writes ``out_index (n_sources, k)`` (unused slots -1) and
-    ``out_count (n_sources,)``."""
+    ``tri`` is ``(n_blocks * P, 6)``: the mapped vertices ``ax, ay, bx, by, cx, cy`` of the
+    triangle slots, ``P`` per block (zero-area padding is never inside); ``boxes``
+    ``(n_blocks, 4)`` each block's ``(x_min, x_max, y_min, y_max)``, so that a block whose box
+    misses the source is skipped whole; ``sources`` ``(n_sources, 2)``. A source counts as
+    inside when every barycentric coordinate is ``>= -slack`` (a source on a shared edge is
+    found in both triangles, and the solver drops the duplicate). Writes ``out_index
+    (n_sources, k)`` (unused slots -1) and ``out_count (n_sources,)``."""
     k = out_index.shape[1]
+    per_block = tri.shape[0] // boxes.shape[0]
     for s in prange(sources.shape[0]):
         sx = sources[s, 0]
         sy = sources[s, 1]
         n = 0
-        for t in range(tri.shape[0]):
-            ax = tri[t, 0]
-            ay = tri[t, 1]
-            bx = tri[t, 2]
-            by = tri[t, 3]
-            cx = tri[t, 4]
-            cy = tri[t, 5]
-            # bounding box first: most triangles are far from the source
-            if sx < min(ax, bx, cx) - slack or sx > max(ax, bx, cx) + slack:
+        for blk in range(boxes.shape[0]):
+            if sx < boxes[blk, 0] - slack or sx > boxes[blk, 1] + slack:
                 continue
-            if sy < min(ay, by, cy) - slack or sy > max(ay, by, cy) + slack:
+            if sy < boxes[blk, 2] - slack or sy > boxes[blk, 3] + slack:
                 continue
-            la, lb, lc, d = barycentric(ax, ay, bx, by, cx, cy, sx, sy)
-            if d != 0.0 and la >= -slack and lb >= -slack and lc >= -slack:
-                if n < k:
-                    out_index[s, n] = t
-                n += 1
+            for t in range(blk * per_block, (blk + 1) * per_block):
+                la, lb, lc, d = barycentric(
+                    tri[t, 0], tri[t, 1], tri[t, 2], tri[t, 3], tri[t, 4], tri[t, 5], sx, sy
+                )
+                if d != 0.0 and la >= -slack and lb >= -slack and lc >= -slack:
+                    if n < k:
+                        out_index[s, n] = t
+                    n += 1
         for j in range(min(n, k), k):
             out_index[s, j] = -1
         out_count[s] = n
