@@ -90,9 +90,7 @@ def case_numba(quick: bool, loop: bool) -> None:
     first = first_call(call)
     once = first_call(call)
     timed = measure(call, repeats_for(once, _budget(quick)), warmup=0)
-    counts = (
-        [int(im.n_images) for im in call()] if loop else np.asarray(call().n_images).tolist()
-    )
+    counts = [int(im.n_images) for im in call()] if loop else np.asarray(call().n_images).tolist()
     _line(
         f"twinlens numba {'loop' if loop else 'batch'}",
         "twinlens",

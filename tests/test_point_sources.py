@@ -21,8 +21,13 @@ def _flat_lcdm_distances(zl, zs, h0=70.0, om=0.3):
     c_km_s = 299792.458
 
     def comoving(z):
-        return c_km_s / h0 * quad(lambda t: 1 / math.sqrt(om * (1 + t) ** 3 + 1 - om), 0, z,
-                                  epsabs=0, epsrel=1e-13)[0]
+        return (
+            c_km_s
+            / h0
+            * quad(
+                lambda t: 1 / math.sqrt(om * (1 + t) ** 3 + 1 - om), 0, z, epsabs=0, epsrel=1e-13
+            )[0]
+        )
 
     dl, ds = comoving(zl), comoving(zs)
     return dl / (1 + zl), ds / (1 + zs), (ds - dl) / (1 + zs)
@@ -44,7 +49,7 @@ def test_any_astropy_cosmology_is_accepted():
     np.testing.assert_allclose(half, 2 * cosmology.time_delay_distance(0.3, 1.5), rtol=1e-12)
     curved = cosmology.lens_distances(0.3, 1.5, LambdaCDM(H0=70.0, Om0=0.3, Ode0=0.6))
     assert curved.d_ds > 0 and curved.d_dt != cosmology.time_delay_distance(0.3, 1.5)
-    with pytest.raises(TypeError, match="cosmology must be an astropy.cosmology"):
+    with pytest.raises(TypeError, match=r"cosmology must be an astropy\.cosmology"):
         cosmology.lens_distances(0.3, 1.5, cosmology="Planck18")
 
 
@@ -87,8 +92,9 @@ def test_sis_two_images_closed_form(backend):
     assert images.complete and xy.shape == (2, 2)
     order = np.argsort(parity)  # saddle (-1) first
     # on the line through the source: beta + theta_E u (minimum), beta - theta_E u (saddle)
-    np.testing.assert_allclose(xy[order], [beta - theta_e * unit, beta + theta_e * unit],
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        xy[order], [beta - theta_e * unit, beta + theta_e * unit], atol=1e-12
+    )
     np.testing.assert_allclose(mu[order], [-(theta_e - b) / b, (b + theta_e) / b], rtol=1e-10)
     np.testing.assert_array_equal(parity[order], [-1.0, 1.0])
 
@@ -109,8 +115,14 @@ def test_sis_time_delay_closed_form():
 
 
 def test_fermat_potential_is_stationary_at_images():
-    lens = Tracer(Galaxy((SIE.from_axis_ratio(einstein_radius=1.1, q=0.7, angle=25.0),
-                          ExternalShear(0.04, -0.03))))
+    lens = Tracer(
+        Galaxy(
+            (
+                SIE.from_axis_ratio(einstein_radius=1.1, q=0.7, angle=25.0),
+                ExternalShear(0.04, -0.03),
+            )
+        )
+    )
     beta = np.array([0.05, 0.08])
     xy, _, _ = ImageSolver().solve(lens, beta).found()
     assert len(xy) == 4
@@ -193,8 +205,9 @@ def _sie_images(profile, beta):
 
     def parts(t):
         e = np.array([np.cos(t), np.sin(t)])
-        alpha = np.asarray(profile.deflections(e.T.reshape(-1, 2) if e.ndim > 1 else e,
-                                               backend="numpy"))
+        alpha = np.asarray(
+            profile.deflections(e.T.reshape(-1, 2) if e.ndim > 1 else e, backend="numpy")
+        )
         v = alpha + beta
         return v[..., 0] * e[1] - v[..., 1] * e[0], v[..., 0] * e[0] + v[..., 1] * e[1]
 
@@ -261,11 +274,11 @@ def test_bad_input_is_named():
         ImageSolver().solve(SIS_LENS, np.array([np.nan, 0.0]))
     with pytest.raises(ValueError, match=r"source must be real positions of shape \(\.\.\., 2\)"):
         ImageSolver().solve(SIS_LENS, np.array([0.1, 0.0, 0.0]))
-    with pytest.raises(ValueError, match="ImageSolver.window"):
+    with pytest.raises(ValueError, match=r"ImageSolver\.window"):
         ImageSolver(window=-1.0)
-    with pytest.raises(ValueError, match="ImageSolver.cells must be an int >= 2"):
+    with pytest.raises(ValueError, match=r"ImageSolver\.cells must be an int >= 2"):
         ImageSolver(cells=1)
-    with pytest.raises(ValueError, match="ImageSolver.max_images"):
+    with pytest.raises(ValueError, match=r"ImageSolver\.max_images"):
         ImageSolver(max_images=0)
     with pytest.raises(TypeError, match="tracer must be a Tracer"):
         ImageSolver().solve(SIS(), np.zeros(2))
@@ -281,8 +294,11 @@ def test_solve_lens_equation_shortcut():
 
 # -- JAX ------------------------------------------------------------------------------------------
 
-QUAD_LENS = Tracer(Galaxy((SIE.from_axis_ratio(einstein_radius=1.1, q=0.75, angle=-20.0),
-                           ExternalShear(0.05, 0.02))))
+QUAD_LENS = Tracer(
+    Galaxy(
+        (SIE.from_axis_ratio(einstein_radius=1.1, q=0.75, angle=-20.0), ExternalShear(0.05, 0.02))
+    )
+)
 QUAD_SOURCES = np.array([[0.04, 0.03], [-0.06, 0.01], [0.2, -0.15], [0.0, 0.09], [1.5, 1.5]])
 
 
@@ -307,8 +323,14 @@ def test_jax_jit_and_vmap_over_sources_and_lens_parameters():
 
     @jax.jit
     def positions(theta_e, source):
-        lens = Tracer(Galaxy((SIE.from_axis_ratio(einstein_radius=theta_e, q=0.75, angle=-20.0),
-                              ExternalShear(0.05, 0.02))))
+        lens = Tracer(
+            Galaxy(
+                (
+                    SIE.from_axis_ratio(einstein_radius=theta_e, q=0.75, angle=-20.0),
+                    ExternalShear(0.05, 0.02),
+                )
+            )
+        )
         return solver.solve(lens, source).positions
 
     one = jax.vmap(positions, in_axes=(None, 0))(1.1, jnp.asarray(QUAD_SOURCES[:2]))
@@ -317,8 +339,14 @@ def test_jax_jit_and_vmap_over_sources_and_lens_parameters():
     radii = jnp.array([1.1, 1.3])
     both = jax.vmap(positions, in_axes=(0, None))(radii, jnp.asarray(QUAD_SOURCES[0]))
     np.testing.assert_allclose(np.asarray(both[0]), reference.positions[0], atol=1e-10)
-    lens13 = Tracer(Galaxy((SIE.from_axis_ratio(einstein_radius=1.3, q=0.75, angle=-20.0),
-                            ExternalShear(0.05, 0.02))))
+    lens13 = Tracer(
+        Galaxy(
+            (
+                SIE.from_axis_ratio(einstein_radius=1.3, q=0.75, angle=-20.0),
+                ExternalShear(0.05, 0.02),
+            )
+        )
+    )
     ref13 = solver.solve(lens13, QUAD_SOURCES[0], backend="numba")
     np.testing.assert_allclose(np.asarray(both[1]), ref13.positions, atol=1e-10)
 
@@ -326,8 +354,9 @@ def test_jax_jit_and_vmap_over_sources_and_lens_parameters():
 def test_jax_time_delay_distance_is_traceable():
     jax = pytest.importorskip("jax")
     xy, _, _ = ImageSolver().solve(SIS_LENS, np.array([0.3, -0.4])).found()
-    grad = jax.grad(lambda d: time_delays(SIS_LENS, jax.numpy.asarray(xy), np.array([0.3, -0.4]),
-                                          d)[1])(2000.0)
+    grad = jax.grad(
+        lambda d: time_delays(SIS_LENS, jax.numpy.asarray(xy), np.array([0.3, -0.4]), d)[1]
+    )(2000.0)
     np.testing.assert_allclose(
         float(grad), float(time_delays(SIS_LENS, xy, np.array([0.3, -0.4]), 1.0)[1]), rtol=1e-12
     )

@@ -73,10 +73,8 @@ _CONVERGED_STEP = 1e-11
 class Images(NamedTuple):
     """Images of point sources, padded to a fixed number per source.
 
-    Every array has the sources' batch shape ``(...)`` in front (none for one source).
+    Its fields, each with the sources' batch shape ``(...)`` in front (none for one source):
 
-    Attributes
-    ----------
     positions : array, (..., max_images, 2)
         Image positions ``(x, y)``, arcsec; 0 in unused slots.
     magnifications : array, (..., max_images)
@@ -333,9 +331,9 @@ def _triangle_table(cells: int) -> np.ndarray:
     v10, v01, v11 = v00 + 1, v00 + n + 1, v00 + n + 2
     table[j // b, i // b, j % b, i % b, 0] = np.stack([v00, v10, v11], axis=-1)
     table[j // b, i // b, j % b, i % b, 1] = np.stack([v00, v11, v01], axis=-1)
-    table = table.reshape(nb * nb, 2 * b * b, 3)
-    table.flags.writeable = False
-    return table
+    flat = table.reshape(nb * nb, 2 * b * b, 3)
+    flat.flags.writeable = False
+    return flat
 
 
 def _block_arrays(
@@ -392,7 +390,8 @@ def _lens_hessian(tracer: Tracer, x: Any, y: Any, backend: str) -> tuple[Any, An
 def _first_guess(tri: Any, image: Any, sx: Any, sy: Any, xp: Any) -> tuple[Any, Any]:
     """The image-plane point whose barycentric weights in its triangle are the source's in the
     mapped triangle (exact where the map is linear over the triangle)."""
-    la, lb, lc, _ = loops.barycentric(*(tri[..., i] for i in range(6)), sx, sy)
+    ax, ay, bx, by, cx, cy = (tri[..., i] for i in range(6))
+    la, lb, lc, _ = loops.barycentric(ax, ay, bx, by, cx, cy, sx, sy)
     x = la * image[..., 0] + lb * image[..., 2] + lc * image[..., 4]
     y = la * image[..., 1] + lb * image[..., 3] + lc * image[..., 5]
     return x, y
@@ -554,7 +553,8 @@ def _solve_jax(solver: ImageSolver, tracer: Tracer, source: Any) -> Images:
         n_in_box = in_box.sum()
         (blocks,) = jnp.nonzero(in_box, size=kb, fill_value=0)
         t = tri[blocks]  # (kb, P, 6)
-        la, lb, lc, d = loops.barycentric(*(t[..., i] for i in range(6)), s[0], s[1])
+        ax, ay, bx, by, cx, cy = (t[..., i] for i in range(6))
+        la, lb, lc, d = loops.barycentric(ax, ay, bx, by, cx, cy, s[0], s[1])
         inside = (d != 0.0) & (la >= -_SLACK) & (lb >= -_SLACK) & (lc >= -_SLACK)
         inside = (inside & (jnp.arange(kb) < n_in_box)[:, None]).ravel()
         count = inside.sum()
