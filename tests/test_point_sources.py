@@ -360,3 +360,32 @@ def test_jax_time_delay_distance_is_traceable():
     np.testing.assert_allclose(
         float(grad), float(time_delays(SIS_LENS, xy, np.array([0.3, -0.4]), 1.0)[1]), rtol=1e-12
     )
+
+
+def test_point_source_names_are_public_and_lazy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, twinlens\n"
+        "assert 'twinlens.fit.lens_equation' not in sys.modules\n"
+        "names = [twinlens.ImageSolver, twinlens.Images, twinlens.solve_lens_equation,\n"
+        "         twinlens.fermat_potential, twinlens.arrival_times, twinlens.time_delays,\n"
+        "         twinlens.lens_distances, twinlens.time_delay_distance,\n"
+        "         twinlens.cosmology.time_delay_days]\n"
+        "assert all(n.__name__ in twinlens.__all__ for n in names[:-1])\n"
+        "assert 'jax' not in sys.modules and 'numba' not in sys.modules\n"
+        "assert 'astropy.cosmology' not in sys.modules\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+def test_docs_quickstart_runs(capsys):
+    import runpy
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "docs" / "examples" / "point_sources_quickstart.py"
+    runpy.run_path(str(path), run_name="__main__")
+    out = capsys.readouterr().out
+    assert out.startswith("4 images:") and "D_dt = 2972.4 Mpc" in out

@@ -305,7 +305,7 @@ def _serial_when_small(n_sources: int, backend: str) -> Iterator[None]:
 
 _PARALLEL_MIN_SOURCES = 16
 _MAPPED: OrderedDict = OrderedDict()
-_MAPPED_SIZE = 8
+_MAPPED_SIZE = 2  # about 18 MB each at the default 301 cells
 
 
 def solve_lens_equation(
