@@ -411,7 +411,8 @@ def _newton_step(
     ry = sy - (y - ay)
     a11, a12, a22 = _jacobian(tracer, x, y, backend)
     det = a11 * a22 - a12 * a12
-    safe = xp.where(det == 0.0, 1e-300, det)  # on a critical curve: a clipped step, not inf
+    # on a critical curve: a long step (then clipped), never an overflow to inf and NaN
+    safe = xp.where(xp.abs(det) < 1e-100, xp.copysign(1e-100, det), det)
     dx = (a22 * rx - a12 * ry) / safe
     dy = (a11 * ry - a12 * rx) / safe
     size = xp.sqrt(dx * dx + dy * dy)
