@@ -27,13 +27,21 @@ _LAZY = {
     "Tracer": "twinlens.fit.tracer",
     "FitImaging": "twinlens.fit.likelihood",
     "ImagingLikelihood": "twinlens.batch.likelihood",
+    "ImageSolver": "twinlens.fit.lens_equation",
+    "Images": "twinlens.fit.lens_equation",
+    "solve_lens_equation": "twinlens.fit.lens_equation",
+    "fermat_potential": "twinlens.fit.point_sources",
+    "arrival_times": "twinlens.fit.point_sources",
+    "time_delays": "twinlens.fit.point_sources",
+    "lens_distances": "twinlens.cosmology",
+    "time_delay_distance": "twinlens.cosmology",
 }
 
 
 # subpackages reachable as attributes (``twinlens.mass.SIE``) without importing them by hand
 _SUBMODULES = frozenset(
     {"mass", "light", "special", "convert", "export", "kernels", "grids", "fit", "batch", "memo"}
-    | {"model", "search", "catalogue"}
+    | {"model", "search", "catalogue", "cosmology"}
 )
 
 
@@ -55,16 +63,24 @@ __all__ = [
     "Galaxy",
     "Grid2D",
     "Grid2DIrregular",
+    "ImageSolver",
+    "Images",
     "Imaging",
     "ImagingLikelihood",
     "Tracer",
     "ValueIdentity",
     "__version__",
+    "arrival_times",
+    "fermat_potential",
     "get_backend",
     "get_num_threads",
+    "lens_distances",
     "resolve_backend",
     "set_backend",
     "set_num_threads",
     "simulate",
+    "solve_lens_equation",
     "static_field",
+    "time_delay_distance",
+    "time_delays",
 ]

@@ -274,6 +274,17 @@ class Tracer(ValueIdentity):
                 h = h + p.hessian(xy, b)
         return h
 
+    def potential(self, xy: Any, backend: str | None = None) -> Any:
+        """Summed lensing potential of the lens galaxies at ``xy (..., 2)``, arcsec^2 (each
+        profile's is zero at its centre; only differences between positions are physical)."""
+        b = self._backend(xy, backend)
+        xp = array_module(b)
+        total = xp.zeros(xp.shape(getattr(xy, "xy", xy))[:-1])
+        for g in self.lenses:
+            for p in g.mass:
+                total = total + p.potential(xy, b)
+        return total
+
     def magnification(self, xy: Any, backend: str | None = None) -> Any:
         """Signed magnification of the lens galaxies' summed mass at ``xy``."""
         h = self.hessian(xy, backend)

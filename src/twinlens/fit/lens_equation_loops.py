@@ -1,0 +1,83 @@
+"""The numba loop of the lens-equation solver's triangle search, as plain Python.
+
+This module runs as it is (slowly) on numpy arrays; :func:`compiled` makes the numba copy (the
+same text with ``prange`` taken from numba), written as a generated module so numba caches it
+on disk. :func:`barycentric` is also the JAX search's math (called on whole arrays), so both
+backends test a triangle the same way.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from types import ModuleType
+
+prange = range  # numba's prange in the compiled copy (see compiled)
+
+_FUNCTIONS = ("barycentric", "find_triangles")
+
+
+def barycentric(ax, ay, bx, by, cx, cy, sx, sy):
+    """Barycentric coordinates ``(l_a, l_b, l_c)`` of ``(sx, sy)`` in triangle ``abc`` and
+    twice its signed area ``d`` (``l`` are meaningless where ``d == 0``)."""
+    d = (bx - ax) * (cy - ay) - (by - ay) * (cx - ax)
+    safe = d + (d == 0.0)  # no division by zero; callers discard d == 0
+    la = ((bx - sx) * (cy - sy) - (by - sy) * (cx - sx)) / safe
+    lb = ((cx - sx) * (ay - sy) - (cy - sy) * (ax - sx)) / safe
+    return la, lb, 1.0 - la - lb, d
+
+
+def find_triangles(tri, boxes, sources, slack, out_index, out_count):
+    """For each source, the first ``out_index.shape[1]`` triangles (in slot order) whose
+    source-plane image contains it, and how many there are in all.
+
+    ``tri`` is ``(n_blocks * P, 6)``: the mapped vertices ``ax, ay, bx, by, cx, cy`` of the
+    triangle slots, ``P`` per block (zero-area padding is never inside); ``boxes``
+    ``(n_blocks, 4)`` each block's ``(x_min, x_max, y_min, y_max)``, so that a block whose box
+    misses the source is skipped whole; ``sources`` ``(n_sources, 2)``. A source counts as
+    inside when every barycentric coordinate is ``>= -slack`` (a source on a shared edge is
+    found in both triangles, and the solver drops the duplicate). Writes ``out_index
+    (n_sources, k)`` (unused slots -1) and ``out_count (n_sources,)``."""
+    k = out_index.shape[1]
+    per_block = tri.shape[0] // boxes.shape[0]
+    for s in prange(sources.shape[0]):
+        sx = sources[s, 0]
+        sy = sources[s, 1]
+        n = 0
+        for blk in range(boxes.shape[0]):
+            if sx < boxes[blk, 0] - slack or sx > boxes[blk, 1] + slack:
+                continue
+            if sy < boxes[blk, 2] - slack or sy > boxes[blk, 3] + slack:
+                continue
+            for t in range(blk * per_block, (blk + 1) * per_block):
+                la, lb, lc, d = barycentric(
+                    tri[t, 0], tri[t, 1], tri[t, 2], tri[t, 3], tri[t, 4], tri[t, 5], sx, sy
+                )
+                if d != 0.0 and la >= -slack and lb >= -slack and lc >= -slack:
+                    if n < k:
+                        out_index[s, n] = t
+                    n += 1
+        for j in range(min(n, k), k):
+            out_index[s, j] = -1
+        out_count[s] = n
+
+
+@cache
+def compiled() -> ModuleType:
+    """The numba-compiled copy of this module's loops (compiled once, cached on disk)."""
+    import inspect
+    import sys
+
+    from twinlens.backend import numba_runtime
+
+    numba_runtime.load()
+    source = inspect.getsource(sys.modules[__name__])
+    source = source.replace("prange = range  #", "from numba import njit, prange  #", 1)
+    cache_on = numba_runtime.cache_enabled()
+    module = sys.modules[__name__]
+    # parallel only where a prange loop is (numba warns when parallel=True finds none)
+    source += "\n\n# compiled copies\n" + "".join(
+        f"{name} = njit(parallel={'prange(' in inspect.getsource(getattr(module, name))}, "
+        f"cache={cache_on}, error_model='numpy')({name})\n"
+        for name in _FUNCTIONS
+    )
+    return numba_runtime.import_generated("fit_lens_equation", source)

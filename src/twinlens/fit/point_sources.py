@@ -1,0 +1,93 @@
+"""Fermat potential, arrival times and time delays of the images of a point source.
+
+An image at ``theta`` of a source at ``beta`` has the Fermat potential
+
+    ``phi(theta) = |theta - beta|^2 / 2 - psi(theta)``   (arcsec^2),
+
+``psi`` the lens galaxies' summed lensing potential; its light arrives at
+``t = D_dt / c * phi`` (:func:`twinlens.cosmology.time_delay_days`), of which only differences
+between images are observable. Images are the stationary points of ``phi``
+(:mod:`twinlens.fit.lens_equation` finds them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twinlens.backend import array_module, resolve_backend
+from twinlens.cosmology import time_delay_days
+from twinlens.fit.tracer import Tracer
+from twinlens.profiles.base import _numbers, positions
+
+__all__ = ["arrival_times", "fermat_potential", "time_delays"]
+
+
+def fermat_potential(tracer: Tracer, xy: Any, source: Any, backend: str | None = None) -> Any:
+    """Fermat potential ``|theta - beta|^2 / 2 - psi(theta)``, arcsec^2.
+
+    Parameters
+    ----------
+    tracer : Tracer
+        The lens (its lens galaxies' potential).
+    xy : array, (..., 2)
+        Image-plane positions ``theta``, arcsec.
+    source : array, (2,) or broadcastable to ``xy``
+        Source position ``beta``, arcsec.
+    backend : str, optional
+        ``"numba"``, ``"jax"`` or ``"numpy"``.
+
+    Returns
+    -------
+    array, (...)
+        arcsec^2.
+    """
+    b = resolve_backend(backend, xy, source, *_numbers(tracer))
+    x, y, xp = positions(xy, b)
+    beta = xp.asarray(source)
+    if beta.ndim < 1 or beta.shape[-1] != 2:
+        raise ValueError(f"source must have shape (..., 2) holding (x, y), got {beta.shape}")
+    dx = x - beta[..., 0]
+    dy = y - beta[..., 1]
+    return 0.5 * (dx * dx + dy * dy) - tracer.potential(xy, b)
+
+
+def arrival_times(
+    tracer: Tracer,
+    xy: Any,
+    source: Any,
+    time_delay_distance: Any,
+    backend: str | None = None,
+) -> Any:
+    """Arrival times ``D_dt / c * phi(theta)``, days, up to a constant common to all images.
+
+    Parameters
+    ----------
+    tracer, xy, source, backend
+        As for :func:`fermat_potential`.
+    time_delay_distance : float
+        ``D_dt``, Mpc (:func:`twinlens.cosmology.time_delay_distance`; may be a JAX tracer).
+
+    Returns
+    -------
+    array, (...)
+        Days.
+    """
+    return time_delay_days(fermat_potential(tracer, xy, source, backend), time_delay_distance)
+
+
+def time_delays(
+    tracer: Tracer,
+    xy: Any,
+    source: Any,
+    time_delay_distance: Any,
+    backend: str | None = None,
+) -> Any:
+    """Time delays of images ``xy (..., n, 2)`` relative to the first, ``t_i - t_0``, days
+    (``(..., n)``; positive for an image that arrives after the first).
+
+    Arguments as :func:`arrival_times`.
+    """
+    t = arrival_times(tracer, xy, source, time_delay_distance, backend)
+    xp = array_module(resolve_backend(backend, t))
+    t = xp.asarray(t)
+    return t - t[..., :1]
