@@ -169,18 +169,21 @@ def _source(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> str
     # stored fields (from the memo) first: read, times one factor per member
     stored = [f"sm{j}" for j in range(n_mass)] + [f"sl{j}" for j in range(n_light)]
     factors = [f"f{name}" for name in stored]
-    passes: list[list[str]] = []  # the body of each pass over a block (index i)
+    passes: list[list[str]] = []  # each pass over a block: its lines, the loop over i included
     has_mass = n_mass > 0 or any(role == "mass" for role, _, _ in signature)
     if n_mass:
         passes.append(
-            [
-                "ax[i] = " + " + ".join(f"f{a}_b * {a}_s[0, i]" for a in stored[:n_mass]),
-                "ay[i] = " + " + ".join(f"f{a}_b * {a}_s[1, i]" for a in stored[:n_mass]),
-            ]
+            _pass(
+                [
+                    "ax[i] = " + " + ".join(f"f{a}_b * {a}_s[0, i]" for a in stored[:n_mass]),
+                    "ay[i] = " + " + ".join(f"f{a}_b * {a}_s[1, i]" for a in stored[:n_mass]),
+                ]
+            )
         )
     has_fixed = n_light > 0 or any(role == "fixed" for role, _, _ in signature)
     if n_light:
-        passes.append(["m0[i] = " + " + ".join(f"f{a}_b * {a}_s[i]" for a in stored[n_mass:])])
+        light = " + ".join(f"f{a}_b * {a}_s[i]" for a in stored[n_mass:])
+        passes.append(_pass([f"m0[i] = {light}"]))
     first_light = n_light == 0
     first_mass = n_mass == 0
     n_columns = 0
@@ -195,31 +198,35 @@ def _source(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> str
             body = ["x = xb[i] - ax[i]", "y = yb[i] - ay[i]"]
         else:
             body = ["x = xb[i]", "y = yb[i]"]
-        args = ", ".join(["x, y", *(f"{p}_b" for p in s_names), *(f"{c}[b, k]" for c in c_names)])
+        args = ", ".join(["x, y", *(f"{p}_b" for p in s_names), *(f"{c}_k" for c in c_names)])
         call = f"_k{j}({args})"
         if role == "mass":
-            op = "=" if first_mass else "+="
+            targets = ["ax", "ay"]
+            body += [f"r = {call}"]
+            values = ["r[0]", "r[1]"]
+            first = first_mass
             first_mass = False
-            if n_c:  # a sum over components (e.g. an MGE): loop inside the point
-                body += ["sx = 0.0", "sy = 0.0", f"for k in range({c_names[0]}.shape[1]):"]
-                body += [f"    r = {call}", "    sx += r[0]", "    sy += r[1]"]
-                body += [f"ax[i] {op} sx", f"ay[i] {op} sy"]
-            else:
-                body += [f"r = {call}", f"ax[i] {op} r[0]", f"ay[i] {op} r[1]"]
-            passes.append(body)
-            continue
-        if n_c:
-            body += ["v = 0.0", f"for k in range({c_names[0]}.shape[1]):", f"    v += {call}"]
-            value = "v"
-        else:
-            value = call
-        if role == "fixed":
-            body.append(f"m0[i] {'=' if first_light else '+='} {value}")
+        elif role == "fixed":
+            targets, values = ["m0"], [call]
+            first = first_light
             first_light = False
         else:
             n_columns += 1
-            body.append(f"m{n_columns}[i] = {value}")
-        passes.append(body)
+            targets, values, first = [f"m{n_columns}"], [call], True
+        if not n_c:
+            op = "=" if first else "+="
+            passes.append(
+                _pass(body + [f"{t}[i] {op} {v}" for t, v in zip(targets, values, strict=True)])
+            )
+            continue
+        # a sum over components (e.g. an MGE): the component loop outside the points, so
+        # each component's pass vectorises over the block like a single profile's
+        if first:
+            passes.append(_pass([f"{t}[i] = 0.0" for t in targets]))
+        lines = [f"for k in range({c_names[0]}.shape[1]):"]
+        lines += [f"    {c}_k = {c}[b, k]" for c in c_names]
+        body += [f"{t}[i] += {v}" for t, v in zip(targets, values, strict=True)]
+        passes.append(lines + ["    " + line for line in _pass(body)])
     outputs = (["o0"] if has_fixed else []) + [f"o{k}" for k in range(1, 1 + n_columns)]
     scalars += factors
     # per-member scalars are read once per member, outside the parallel loop over blocks, so
@@ -232,9 +239,8 @@ def _source(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> str
     block += [f"{a}_s = {a}[s:e]" for a in stored[n_mass:]]
     if has_mass:
         block += ["ax = np.empty(m)", "ay = np.empty(m)"]
-    for body in passes:
-        block.append("for i in range(m):")
-        block += ["    " + part for line in body for part in line.split("\n")]
+    for lines in passes:
+        block += lines
     loop = _LOOP.format(
         block_size=BLOCK,
         members="prange" if by_member else "range",
@@ -244,6 +250,11 @@ def _source(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> str
     )
     arguments = [*outputs, "n_batch", "xs", "ys", *stored, *scalars, *comps]
     return generate("a tracer's deflections and light, block by block", points, arguments, loop)
+
+
+def _pass(body: list[str]) -> list[str]:
+    """The lines of one pass over a block's ``m`` points."""
+    return ["for i in range(m):", *("    " + line for line in body)]
 
 
 _LOOP = """\
