@@ -233,7 +233,9 @@ def _evaluate_host(
         def weighted_model(x: np.ndarray) -> np.ndarray:
             return sparse.times(x[:n_source]) + x[n_source:] @ columns
 
-        terms = solve_normal(curvature, vector, dw, masked.noise, reg, weighted_model, np, positive)
+        terms = solve_normal(
+            curvature, vector, dw, masked.noise, reg, weighted_model, np, positive, "numba"
+        )
         model = masked.noise * weighted_model(
             np.concatenate([terms.reconstruction, terms.intensities])
         )

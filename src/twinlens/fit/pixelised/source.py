@@ -56,7 +56,9 @@ class PixelisedParts:
     mass : Tracer
         The lens galaxies' mass only.
     lens_light : Tracer or None
-        The lens galaxies' light only (fixed parameters), None when there is none.
+        The lens galaxies' light only, None when there is none: of fixed parameters
+        (subtracted from the data once), or with linear profiles (solved with the source, see
+        :func:`joint_lens_light`).
     pixelization : Pixelization
     path : str
         Where the pixelization sits, e.g. ``"sources[0].pixelization"``.
@@ -158,7 +160,8 @@ class PixelisedSourceFit:
     ----------
     dataset : Imaging
     tracer : Tracer
-        Lens mass, optionally lens light of fixed parameters, and one pixelised source.
+        Lens mass, optionally lens light (of fixed parameters, or with linear profiles solved
+        with the source), and one pixelised source.
     backend : str
     """
 
