@@ -201,7 +201,7 @@ def _evaluate_host(
     else:
         points = relocate(points, border, np)
         vertices = None if vertices is None else relocate(vertices, border, np)
-    mesh = pixelization.mesh.mapping(points, vertices, np)
+    mesh = pixelization.mesh.mapping(points, vertices, np, masked.sub_weight)
     n_mask, n_source = masked.data.size, mesh.n_pixels
     light = _lens_light_terms(lens_light, dataset, backend)
     n_linear = 0 if light is None else light.shape[0] - 1
@@ -270,7 +270,7 @@ def _evaluate_jax(
     if prob.image_vertices is not None:
         iv = jnp.asarray(prob.image_vertices)
         vertices = relocate(_traced(tracer, iv[:, 0], iv[:, 1], "jax", None, jnp), border, jnp)
-    mesh = pixelization.mesh.mapping(points, vertices, jnp)
+    mesh = pixelization.mesh.mapping(points, vertices, jnp, masked.sub_weight)
     n_source = mesh.n_pixels
     noise = jnp.asarray(masked.noise)
     light = _lens_light_terms(lens_light, dataset, "jax")

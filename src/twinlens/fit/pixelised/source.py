@@ -228,8 +228,10 @@ def _host_matrices(fit: FitPixelised) -> tuple[Any, np.ndarray, np.ndarray, np.n
     points = np.asarray(fit.source_plane_points)
     vertices = np.asarray(fit.source_vertices)
     mesh_type = fit.pixelization.mesh
-    mesh = mesh_type.mapping(points, vertices if isinstance(mesh_type, Delaunay) else None, np)
     masked = MaskedLayout(fit.dataset)
+    mesh = mesh_type.mapping(
+        points, vertices if isinstance(mesh_type, Delaunay) else None, np, masked.sub_weight
+    )
     n_mask = masked.data.size
     m = mapping_matrix(
         mesh.indices, mesh.weights, masked.sub_pixel, masked.sub_weight, n_mask, mesh.n_pixels
