@@ -273,3 +273,43 @@ def test_joint_solve_with_a_degenerate_basis_is_finite_and_non_negative():
     for backend in ("numba", "jax"):
         other = FitPixelised(dataset, lens_tracer(), Pixelization(mesh, reg), backend, lens_light)
         assert float(other.log_evidence) == pytest.approx(fit.log_evidence, rel=1e-10)
+
+
+def test_reconstruction_errors_are_marginal_over_the_lens_light():
+    """With linear lens light the source's errors are the source block of the inverse of the
+    whole regularised system (marginal over the intensities), not the inverse of the source
+    block (conditional on them): checked against the dense reference system."""
+    from twinlens.fit.pixelised.source import reconstruction_errors
+
+    dataset = _dataset()
+    mesh = Delaunay((9, 9))
+    reg = Constant(0.8)
+    lens_light = Tracer(Galaxy(light=(FIXED, *LINEAR)))
+    fit = FitPixelised(dataset, lens_tracer(), Pixelization(mesh, reg), "numpy", lens_light)
+    points, vertices = np.asarray(fit.source_plane_points), np.asarray(fit.source_vertices)
+    n_src = len(vertices)
+    used = dataset.grid.used
+    b = np.concatenate(
+        [
+            reference_columns(dataset, mesh, points, vertices),
+            np.column_stack([_light_column(dataset, p.with_intensity(1.0)) for p in LINEAR]),
+        ],
+        axis=1,
+    )
+    bw = b / dataset.noise_map[used][:, None]
+    a = bw.T @ bw
+    a[:n_src, :n_src] += reg.coefficient * _reg_structure(reg, mesh, vertices) + EPS * np.eye(n_src)
+    marginal = np.sqrt(np.diag(np.linalg.inv(a))[:n_src])
+    conditional = np.sqrt(np.diag(np.linalg.inv(a[:n_src, :n_src])))
+    errors = reconstruction_errors(fit)
+    # the interpolation of the reference columns differs by rounding only (as in the evidence)
+    np.testing.assert_allclose(errors, marginal, rtol=1e-6)
+    # the check can fail: the lens light's freedom widens the central pixels' errors
+    assert np.max(marginal / conditional) > 1.01
+    # through FitImaging, the same
+    tracer = Tracer(
+        Galaxy(mass=lens_tracer().lenses[0].mass, light=(FIXED, *LINEAR)),
+        Galaxy(pixelization=Pixelization(mesh, reg)),
+    )
+    whole = FitImaging(dataset, tracer, "numpy")
+    np.testing.assert_allclose(reconstruction_errors(whole.pixelised.inversion), errors)
