@@ -134,8 +134,10 @@ def test_uniform_fraction_out_of_range_is_refused(bad):
 
 
 def test_shape_is_checked_and_value_identity_holds():
-    with pytest.raises(ValueError, match=r"Rectangular\.shape must be"):
+    with pytest.raises(ValueError, match=r"^RectangularAdaptDensity\.shape must be"):
         RectangularAdaptDensity((2, 5))
+    with pytest.raises(ValueError, match=r"^Rectangular\.shape must be"):
+        Rectangular((2, 5))
     a = RectangularAdaptDensity((5, 6), 0)
     assert a == RectangularAdaptDensity((5, 6), 0.0) and hash(a) == hash(
         RectangularAdaptDensity((5, 6), 0.0)
@@ -268,3 +270,13 @@ def test_weighted_quantiles_reduce_to_numpy_for_equal_weights_and_are_continuous
             quantile_edges(np.where(np.arange(301) == j, values[i], values), 9, np, weights),
             atol=1e-8,
         )
+
+
+def test_rectangular_edges_are_uniform_and_both_lattices_share_one_mapping():
+    points = np.random.default_rng(4).normal(size=(500, 2)) * [0.4, 0.2]
+    x_edges, y_edges = Rectangular((5, 7)).edges(points)
+    np.testing.assert_allclose(x_edges, np.linspace(points[:, 0].min(), points[:, 0].max(), 7))
+    np.testing.assert_allclose(y_edges, np.linspace(points[:, 1].min(), points[:, 1].max(), 5))
+    # one mapping: the adaptive mesh differs only in its edges
+    assert RectangularAdaptDensity.mapping is Rectangular.mapping
+    assert RectangularAdaptDensity.edges is not Rectangular.edges

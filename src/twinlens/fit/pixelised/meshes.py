@@ -26,11 +26,7 @@ import numpy as np
 
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.pixelised import triangulation
-from twinlens.fit.pixelised.interpolation import (
-    bilinear_weights,
-    delaunay_weights,
-    lattice_weights,
-)
+from twinlens.fit.pixelised.interpolation import delaunay_weights, lattice_weights
 from twinlens.grids import Grid2D
 
 __all__ = [
@@ -100,7 +96,8 @@ class Rectangular(ValueIdentity):
             or not all(isinstance(n, int) and 3 <= n <= 1000 for n in self.shape)
         ):
             raise ValueError(
-                f"Rectangular.shape must be (ny, nx), integers from 3 to 1000, got {self.shape!r}"
+                f"{type(self).__name__}.shape must be (ny, nx), integers from 3 to 1000, got "
+                f"{self.shape!r}"
             )
 
     @property
@@ -112,22 +109,32 @@ class Rectangular(ValueIdentity):
         """None: the lattice is placed from the traced sub-pixels, not traced vertices."""
         return None
 
-    def mapping(self, points: Any, vertices: Any, xp: Any = np, weights: Any = None) -> MeshMapping:
-        """The mesh for traced sub-pixels ``points (n, 2)`` (``vertices`` and ``weights``, the
-        sub-pixels' area weights, are unused)."""
+    def edges(self, points: Any, xp: Any = np, weights: Any = None) -> tuple[Any, Any]:
+        """The lattice's vertex columns ``x_edges (nx,)`` and rows ``y_edges (ny,)``, arcsec,
+        for traced sub-pixels ``points (n, 2)``: uniform over their extent (``weights`` is
+        unused here; see :class:`RectangularAdaptDensity`)."""
         ny, nx = self.shape
         lo = xp.min(points, axis=0)
         hi = xp.max(points, axis=0)
-        width = hi - lo
-        ok = (width[0] > 0) & (width[1] > 0)
-        # a zero-width extent (every point on one line) is unusable; keep the arithmetic finite
-        hi = xp.where(ok, hi, lo + 1.0)
-        extent = (lo[0], hi[0], lo[1], hi[1])
-        indices, weights = bilinear_weights(points, extent, self.shape, xp)
-        xs = lo[0] + (hi[0] - lo[0]) * xp.linspace(0.0, 1.0, nx)
-        ys = lo[1] + (hi[1] - lo[1]) * xp.linspace(0.0, 1.0, ny)
-        vx = xp.broadcast_to(xs[None, :], (ny, nx)).reshape(-1)
-        vy = xp.broadcast_to(ys[:, None], (ny, nx)).reshape(-1)
+        return (
+            lo[0] + (hi[0] - lo[0]) * xp.linspace(0.0, 1.0, nx),
+            lo[1] + (hi[1] - lo[1]) * xp.linspace(0.0, 1.0, ny),
+        )
+
+    def mapping(self, points: Any, vertices: Any, xp: Any = np, weights: Any = None) -> MeshMapping:
+        """The mesh for traced sub-pixels ``points (n, 2)`` of area weights ``weights (n,)``
+        (numpy; default equal) (``vertices`` is unused): the lattice at :meth:`edges`, with
+        bilinear weights (:func:`~twinlens.fit.pixelised.interpolation.lattice_weights`)."""
+        ny, nx = self.shape
+        x_edges, y_edges = self.edges(points, xp, weights)
+        ok = (x_edges[-1] > x_edges[0]) & (y_edges[-1] > y_edges[0])
+        # a zero-width extent (every point on one line) is unusable; spread the edges so the
+        # arithmetic stays finite
+        x_edges = xp.where(ok, x_edges, x_edges[0] + xp.linspace(0.0, 1.0, nx))
+        y_edges = xp.where(ok, y_edges, y_edges[0] + xp.linspace(0.0, 1.0, ny))
+        indices, weights = lattice_weights(points, x_edges, y_edges, xp)
+        vx = xp.broadcast_to(x_edges[None, :], (ny, nx)).reshape(-1)
+        vy = xp.broadcast_to(y_edges[:, None], (ny, nx)).reshape(-1)
         edges, stencils = _lattice(self.shape)
         status = xp.where(ok, triangulation.STATUS_OK, triangulation.STATUS_DEGENERATE)
         if xp is np:
@@ -264,35 +271,6 @@ class RectangularAdaptDensity(Rectangular):
                 q = (1.0 - u) * q + u * (lo + (hi - lo) * xp.linspace(0.0, 1.0, n))
             out.append(q)
         return out[0], out[1]
-
-    def mapping(self, points: Any, vertices: Any, xp: Any = np, weights: Any = None) -> MeshMapping:
-        """The mesh for traced sub-pixels ``points (n, 2)`` of area weights ``weights (n,)``
-        (numpy; default equal) (``vertices`` is unused)."""
-        ny, nx = self.shape
-        x_edges, y_edges = self.edges(points, xp, weights)
-        ok = (x_edges[-1] > x_edges[0]) & (y_edges[-1] > y_edges[0])
-        # a zero-width extent is unusable; spread the edges so the arithmetic stays finite
-        ramp_x = xp.linspace(0.0, 1.0, nx)
-        ramp_y = xp.linspace(0.0, 1.0, ny)
-        x_edges = xp.where(ok, x_edges, x_edges[0] + ramp_x)
-        y_edges = xp.where(ok, y_edges, y_edges[0] + ramp_y)
-        indices, weights = lattice_weights(points, x_edges, y_edges, xp)
-        vx = xp.broadcast_to(x_edges[None, :], (ny, nx)).reshape(-1)
-        vy = xp.broadcast_to(y_edges[:, None], (ny, nx)).reshape(-1)
-        edges, stencils = _lattice(self.shape)
-        status = xp.where(ok, triangulation.STATUS_OK, triangulation.STATUS_DEGENERATE)
-        if xp is np:
-            status = int(status)
-        return MeshMapping(
-            indices=indices,
-            weights=weights,
-            n_pixels=self.n_pixels,
-            vertices=xp.stack([vx, vy], axis=-1),
-            edges=edges,
-            edge_valid=np.ones(len(edges), dtype=bool),
-            stencils=stencils,
-            status=status,
-        )
 
 
 @lru_cache(maxsize=16)
