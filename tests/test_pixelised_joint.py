@@ -198,6 +198,15 @@ def test_bad_lens_light_is_refused():
     pix = Pixelization(Delaunay((9, 9)), Constant(1.0))
     with pytest.raises(ValueError, match="lens_light must be a Tracer of lens galaxies"):
         FitPixelised(dataset, lens_tracer(), pix, "numpy", lens_light=lens_tracer())
+    # each message says which condition failed
+    cases = [
+        (lens_tracer(), r"; lenses\[0\] has mass profiles"),
+        (Galaxy(light=(FIXED,)), r"; got a Galaxy"),
+        (Tracer(Galaxy(light=(FIXED,)), Galaxy(light=(FIXED,))), r"; it has 1 source galaxies"),
+    ]
+    for bad, match in cases:
+        with pytest.raises(ValueError, match=match):
+            FitPixelised(dataset, lens_tracer(), pix, "numpy", lens_light=bad)
 
 
 def reference_nonnegative(dataset, mesh, reg, points, vertices, linear):

@@ -126,6 +126,22 @@ def _check_tracer(tracer: Tracer) -> None:
         )
 
 
+def _check_lens_light(lens_light: Any) -> None:
+    rule = (
+        "lens_light must be a Tracer of lens galaxies with light profiles only (no mass, no "
+        "pixelization, no source galaxies)"
+    )
+    if not isinstance(lens_light, Tracer):
+        raise ValueError(f"{rule}; got a {type(lens_light).__name__}")
+    if lens_light.sources:
+        raise ValueError(f"{rule}; it has {len(lens_light.sources)} source galaxies")
+    if lens_light.pixelizations:
+        raise ValueError(f"{rule}; it has a pixelization")
+    for i, g in enumerate(lens_light.lenses):
+        if g.mass:
+            raise ValueError(f"{rule}; lenses[{i}] has mass profiles")
+
+
 def _traced(tracer: Tracer, x: Any, y: Any, backend: str, grid: Any, xp: Any) -> Any:
     ax, ay = tracer._deflections(x, y, backend, grid)
     return xp.stack([x - ax, y - ay], axis=-1)
@@ -378,16 +394,8 @@ class FitPixelised:
         lens_light: Tracer | None = None,
     ) -> None:
         _check_tracer(tracer)
-        if lens_light is not None and (
-            not isinstance(lens_light, Tracer)
-            or lens_light.pixelizations
-            or any(g.mass for g in (*lens_light.lenses, *lens_light.sources))
-            or lens_light.sources
-        ):
-            raise ValueError(
-                "lens_light must be a Tracer of lens galaxies with light profiles only (no mass, "
-                "no pixelization, no source galaxies)"
-            )
+        if lens_light is not None:
+            _check_lens_light(lens_light)
         if not isinstance(dataset, Imaging):
             raise TypeError(f"dataset must be an Imaging, got {type(dataset).__name__}")
         if not isinstance(pixelization, Pixelization):
