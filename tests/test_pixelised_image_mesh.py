@@ -81,6 +81,9 @@ def test_brightness_weights():
     np.testing.assert_allclose(brightness_weights(b, 0.1, 2.0), [0.1, 0.1, 0.1, 1.0])
     np.testing.assert_allclose(brightness_weights(-b, 0.2, 1.0), [1.0, 0.2, 0.2, 0.2])
     np.testing.assert_allclose(brightness_weights(np.zeros(3)), np.ones(3))  # no signal
+    # called on its own, it knows of no mask
+    with pytest.raises(ValueError, match=r"^brightness must be finite \(NaN"):
+        brightness_weights(np.array([1.0, np.nan]))
 
 
 @pytest.mark.parametrize(
@@ -92,6 +95,12 @@ def test_brightness_weights():
         ({"weight_floor": -0.1}, r"weight_floor must be a number in \[0, 1\]"),
         ({"weight_power": -1.0}, r"weight_power must be a number in \[0, 100\]"),
         ({"iterations": 0}, r"iterations must be an integer from 1"),
+        ({"iterations": True}, r"iterations must be an integer from 1"),
+        ({"weight_floor": True}, r"weight_floor must be a number in \[0, 1\]"),
+        ({"weight_power": False}, r"weight_power must be a number in \[0, 100\]"),
+        ({"seed": -1}, r"seed must be an integer >= 0"),
+        ({"seed": 1.5}, r"seed must be an integer >= 0"),
+        ({"seed": True}, r"seed must be an integer >= 0"),
         ({"brightness": np.ones((5, 5))}, r"brightness must have the grid's shape"),
         ({"brightness": "nan"}, r"brightness must be finite inside the mask"),
     ],

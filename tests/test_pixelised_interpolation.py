@@ -10,8 +10,8 @@ from scipy.spatial import Delaunay as ScipyDelaunay
 
 from twinlens.fit.pixelised.interpolation import (
     barycentric_point,
-    bilinear_weights,
     delaunay_weights,
+    lattice_weights,
 )
 from twinlens.fit.pixelised.triangulation import topology
 
@@ -65,7 +65,7 @@ def test_bilinear_reproduces_bilinear_functions():
     pts = np.column_stack([rng.uniform(-1.2, 0.8, 500), rng.uniform(-0.5, 1.5, 500)])
     # and points exactly on vertices, on cell edges, and on the extent's corners
     pts = np.vstack([pts, [[vx[3], vy[2]], [vx[0], vy[0]], [vx[-1], vy[-1]], [0.1, vy[4]]]])
-    idx, w = bilinear_weights(pts, extent, shape)
+    idx, w = lattice_weights(pts, vx, vy)
     assert np.all(w >= -1e-15)
     np.testing.assert_allclose(w.sum(axis=1), 1.0, atol=1e-14)
     np.testing.assert_allclose((w * values[idx]).sum(axis=1), f(pts[:, 0], pts[:, 1]), atol=1e-13)
@@ -133,7 +133,8 @@ def test_jax_weights_have_finite_derivatives_on_vertices_and_edges():
     assert np.all(np.isfinite(gv)) and np.all(np.isfinite(gp))
 
     def bil(p):
-        idx, w = bilinear_weights(p, (0.0, 1.0, 0.0, 1.0), (3, 3), jnp)
+        edges = jnp.linspace(0.0, 1.0, 3)
+        idx, w = lattice_weights(p, edges, edges, jnp)
         return jnp.sum(w * jnp.arange(9.0)[idx] ** 2)
 
     grid_pts = jnp.array([[0.0, 0.0], [0.5, 0.5], [1.0, 1.0], [0.5, 0.25]])

@@ -38,7 +38,10 @@ def nnls_gram(gram: Any, rhs: Any, backend: str) -> Any:
 
         jax = jax_runtime.load()
         solve = jax.numpy.vectorize(_jax_solver(), signature="(k,k),(k)->(k)")
-        return jax.lax.stop_gradient(solve(gram, rhs))
+        # the answer is a constant under differentiation: stopping the inputs keeps the
+        # iteration out of the derivative's trace altogether
+        stop = jax.lax.stop_gradient
+        return stop(solve(stop(gram), stop(rhs)))
     gram = np.ascontiguousarray(gram, dtype=float)
     rhs = np.ascontiguousarray(rhs, dtype=float)
     lead = rhs.shape[:-1]

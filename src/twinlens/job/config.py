@@ -16,12 +16,14 @@ centre and ellipticity, with its own ``mass_to_light_ratio``. See ``docs/fitting
 whole file.
 
 A pixelised source (:doc:`/pixelised`) is a source light entry of ``type = "Pixelization"``
-with ``mesh`` and ``regularization`` tables::
+with ``mesh`` and ``regularization`` tables, and optionally ``positive = true`` (source
+pixels, and lens-light intensities solved with them, constrained to be >= 0)::
 
     [[source.light]]
     type = "Pixelization"
     mesh = {type = "Delaunay", shape = [20, 20]}
     regularization = {type = "Constant", coefficient = {log_uniform = [0.01, 1000.0]}}
+    positive = true
 """
 
 from __future__ import annotations
@@ -305,7 +307,7 @@ _MESH_KEYS = {
     "Delaunay": ("shape",),
 }
 _REGULARIZATIONS = ("Constant", "Curvature", "AdaptiveBrightness")
-_PIXELIZATION_KEYS = ("type", "mesh", "regularization")
+_PIXELIZATION_KEYS = ("type", "mesh", "regularization", "positive")
 
 
 def _typed_table(raw: Any, here: str, choices: tuple, what: str) -> tuple[str, dict]:
@@ -331,8 +333,8 @@ def _pixelization(params: dict, here: str, path: str, priors: dict) -> Any:
     unknown = [k for k in params if k not in _PIXELIZATION_KEYS]
     if unknown:
         raise ConfigError(
-            f"{here}: Pixelization has no entry {unknown[0]!r}; its entries are mesh and "
-            f"regularization{_suggest(unknown[0], _PIXELIZATION_KEYS)}"
+            f"{here}: Pixelization has no entry {unknown[0]!r}; its entries are mesh, "
+            f"regularization and positive{_suggest(unknown[0], _PIXELIZATION_KEYS)}"
         )
     missing = [k for k in ("mesh", "regularization") if k not in params]
     if missing:
@@ -341,6 +343,9 @@ def _pixelization(params: dict, here: str, path: str, priors: dict) -> Any:
             '"Delaunay", shape = [20, 20]} and regularization = {type = "Constant", '
             "coefficient = {log_uniform = [0.01, 1000.0]}}"
         )
+    positive = params.get("positive", False)
+    if not isinstance(positive, bool):
+        raise ConfigError(f"{here}.positive = {_show(positive)}: expected true or false")
     name, mesh_params = _typed_table(params["mesh"], f"{here}.mesh", _MESHES, "mesh")
     mesh_keys = _MESH_KEYS[name]
     for key, raw in mesh_params.items():
@@ -398,7 +403,7 @@ def _pixelization(params: dict, here: str, path: str, priors: dict) -> Any:
             f"{where}.{key} = {_show(reg_params.get(key, reg_name))}: {err}"
         ) from None
     try:
-        return pixelised.Pixelization(mesh, regularization)
+        return pixelised.Pixelization(mesh, regularization, positive=positive)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{where}.type = {_show(reg_name)}: {err}") from None
 

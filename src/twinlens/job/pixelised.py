@@ -93,7 +93,7 @@ def plot_pixelised_fit(fit: FitImaging, path: str | Path) -> Path:
     n_source = np.asarray(inversion.reconstruction).size
     for ax, title, values in (
         (axes[1, 1], f"source ({mesh_name}, {n_source} pixels)", inversion.reconstruction),
-        (axes[1, 2], "source error sqrt(diag((F+R)^-1))", reconstruction_errors(inversion)),
+        (axes[1, 2], "source error sqrt(diag((F+R')^-1)_ss)", reconstruction_errors(inversion)),
     ):
         shown = draw_on_mesh(ax, inversion, values)
         xlim, ylim = ax.get_xlim(), ax.get_ylim()

@@ -126,6 +126,22 @@ def _check_tracer(tracer: Tracer) -> None:
         )
 
 
+def _check_lens_light(lens_light: Any) -> None:
+    rule = (
+        "lens_light must be a Tracer of lens galaxies with light profiles only (no mass, no "
+        "pixelization, no source galaxies)"
+    )
+    if not isinstance(lens_light, Tracer):
+        raise ValueError(f"{rule}; got a {type(lens_light).__name__}")
+    if lens_light.sources:
+        raise ValueError(f"{rule}; it has {len(lens_light.sources)} source galaxies")
+    if lens_light.pixelizations:
+        raise ValueError(f"{rule}; it has a pixelization")
+    for i, g in enumerate(lens_light.lenses):
+        if g.mass:
+            raise ValueError(f"{rule}; lenses[{i}] has mass profiles")
+
+
 def _traced(tracer: Tracer, x: Any, y: Any, backend: str, grid: Any, xp: Any) -> Any:
     ax, ay = tracer._deflections(x, y, backend, grid)
     return xp.stack([x - ax, y - ay], axis=-1)
@@ -201,7 +217,7 @@ def _evaluate_host(
     else:
         points = relocate(points, border, np)
         vertices = None if vertices is None else relocate(vertices, border, np)
-    mesh = pixelization.mesh.mapping(points, vertices, np)
+    mesh = pixelization.mesh.mapping(points, vertices, np, masked.sub_weight)
     n_mask, n_source = masked.data.size, mesh.n_pixels
     light = _lens_light_terms(lens_light, dataset, backend)
     n_linear = 0 if light is None else light.shape[0] - 1
@@ -233,7 +249,9 @@ def _evaluate_host(
         def weighted_model(x: np.ndarray) -> np.ndarray:
             return sparse.times(x[:n_source]) + x[n_source:] @ columns
 
-        terms = solve_normal(curvature, vector, dw, masked.noise, reg, weighted_model, np, positive)
+        terms = solve_normal(
+            curvature, vector, dw, masked.noise, reg, weighted_model, np, positive, "numba"
+        )
         model = masked.noise * weighted_model(
             np.concatenate([terms.reconstruction, terms.intensities])
         )
@@ -268,7 +286,7 @@ def _evaluate_jax(
     if prob.image_vertices is not None:
         iv = jnp.asarray(prob.image_vertices)
         vertices = relocate(_traced(tracer, iv[:, 0], iv[:, 1], "jax", None, jnp), border, jnp)
-    mesh = pixelization.mesh.mapping(points, vertices, jnp)
+    mesh = pixelization.mesh.mapping(points, vertices, jnp, masked.sub_weight)
     n_source = mesh.n_pixels
     noise = jnp.asarray(masked.noise)
     light = _lens_light_terms(lens_light, dataset, "jax")
@@ -376,16 +394,8 @@ class FitPixelised:
         lens_light: Tracer | None = None,
     ) -> None:
         _check_tracer(tracer)
-        if lens_light is not None and (
-            not isinstance(lens_light, Tracer)
-            or lens_light.pixelizations
-            or any(g.mass for g in (*lens_light.lenses, *lens_light.sources))
-            or lens_light.sources
-        ):
-            raise ValueError(
-                "lens_light must be a Tracer of lens galaxies with light profiles only (no mass, "
-                "no pixelization, no source galaxies)"
-            )
+        if lens_light is not None:
+            _check_lens_light(lens_light)
         if not isinstance(dataset, Imaging):
             raise TypeError(f"dataset must be an Imaging, got {type(dataset).__name__}")
         if not isinstance(pixelization, Pixelization):

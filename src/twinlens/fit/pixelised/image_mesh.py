@@ -51,10 +51,18 @@ def brightness_weights(
     """
     b = np.asarray(brightness, dtype=float)
     if not np.all(np.isfinite(b)):
-        raise ValueError("brightness must be finite inside the mask (NaN or inf found)")
-    if not (isinstance(weight_floor, (int, float)) and 0.0 <= weight_floor <= 1.0):
+        raise ValueError("brightness must be finite (NaN or inf found)")
+    if not (
+        isinstance(weight_floor, (int, float))
+        and not isinstance(weight_floor, bool)
+        and 0.0 <= weight_floor <= 1.0
+    ):
         raise ValueError(f"weight_floor must be a number in [0, 1], got {weight_floor!r}")
-    if not (isinstance(weight_power, (int, float)) and 0.0 <= weight_power <= 100.0):
+    if not (
+        isinstance(weight_power, (int, float))
+        and not isinstance(weight_power, bool)
+        and 0.0 <= weight_power <= 100.0
+    ):
         raise ValueError(f"weight_power must be a number in [0, 100], got {weight_power!r}")
     peak = b.max() if b.size else 0.0
     if not peak > 0.0:
@@ -105,6 +113,8 @@ def kmeans_vertices(
     b = np.asarray(brightness, dtype=float)
     if b.shape != used.shape:
         raise ValueError(f"brightness must have the grid's shape {used.shape}, got {b.shape}")
+    if not np.all(np.isfinite(b[used])):
+        raise ValueError("brightness must be finite inside the mask (NaN or inf found)")
     points = np.column_stack([grid.x[used], grid.y[used]])
     weights = brightness_weights(b[used], weight_floor, weight_power)
     positive = int(np.count_nonzero(weights > 0))
@@ -117,8 +127,14 @@ def kmeans_vertices(
             f"n_vertices must be an integer from 3 to {positive} (the masked-in pixels with a "
             f"positive weight; raise weight_floor to count more), got {n_vertices!r}"
         )
-    if not (isinstance(iterations, int) and 1 <= iterations <= 10_000):
+    if not (
+        isinstance(iterations, (int, np.integer))
+        and not isinstance(iterations, bool)
+        and 1 <= iterations <= 10_000
+    ):
         raise ValueError(f"iterations must be an integer from 1 to 10000, got {iterations!r}")
+    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
     k = int(n_vertices)
     centres = _kmeans_plus_plus(points, weights, k, np.random.default_rng(seed))
     labels = np.full(len(points), -1)

@@ -4,8 +4,8 @@ A pixelised source is a vector ``s`` of values at the mesh's vertices (its *sour
 the brightness at a point is a weighted sum of a few of them:
 
 * rectangular mesh: bilinear interpolation between the four corners of the lattice cell that
-  holds the point (4 weights), on a uniform lattice (:func:`bilinear_weights`) or one with
-  edges of any spacing (:func:`lattice_weights`);
+  holds the point (4 weights), on a lattice of edges of any spacing, uniform or not
+  (:func:`lattice_weights`);
 * Delaunay mesh: barycentric (linear) interpolation inside the triangle that holds the point
   (3 weights); a point outside the convex hull of the vertices takes the value of the nearest
   point of the hull (linear along the nearest hull edge), so the weights are continuous across
@@ -28,7 +28,6 @@ import numpy as np
 __all__ = [
     "barycentric_point",
     "bilinear_point",
-    "bilinear_weights",
     "delaunay_weights",
     "hull_edge_fraction",
     "lattice_weights",
@@ -66,46 +65,6 @@ def hull_edge_fraction(x: Any, y: Any, xa: Any, ya: Any, xb: Any, yb: Any) -> An
     length2 = dx * dx + dy * dy
     length2 = length2 + (length2 == 0.0)
     return ((x - xa) * dx + (y - ya) * dy) / length2
-
-
-def bilinear_weights(
-    points: Any, extent: tuple[Any, Any, Any, Any], shape: tuple[int, int], xp: Any = np
-) -> tuple[Any, Any]:
-    """Indices and weights of bilinear interpolation on a lattice of ``shape = (ny, nx)``
-    vertices spanning ``extent = (x_min, x_max, y_min, y_max)``.
-
-    Vertex ``(i, j)`` (row ``i``, column ``j``) sits at
-    ``(x_min + j dx, y_min + i dy)``, ``dx = (x_max - x_min) / (nx - 1)``, and is source pixel
-    ``i * nx + j``. Points outside the extent are clamped to its edge.
-
-    Parameters
-    ----------
-    points : float array (n, 2)
-    extent : 4 floats
-    shape : (int, int)
-        Vertices per side, each >= 2.
-    xp : module
-        ``numpy`` or ``jax.numpy``.
-
-    Returns
-    -------
-    indices : int array (n, 4)
-    weights : float array (n, 4)
-        Non-negative, summing to 1 per point.
-    """
-    ny, nx = shape
-    x_min, x_max, y_min, y_max = extent
-    u = (points[:, 0] - x_min) / ((x_max - x_min) / (nx - 1))
-    v = (points[:, 1] - y_min) / ((y_max - y_min) / (ny - 1))
-    u = xp.clip(u, 0.0, nx - 1.0)
-    v = xp.clip(v, 0.0, ny - 1.0)
-    # the cell is an index (no derivative); the fraction within it carries the derivative
-    j = xp.clip(xp.floor(_stop(u, xp)), 0, nx - 2).astype(np.int64)
-    i = xp.clip(xp.floor(_stop(v, xp)), 0, ny - 2).astype(np.int64)
-    w = bilinear_point(u - j, v - i)
-    base = i * nx + j
-    indices = xp.stack([base, base + 1, base + nx, base + nx + 1], axis=-1)
-    return indices, xp.stack(w, axis=-1)
 
 
 def lattice_weights(points: Any, x_edges: Any, y_edges: Any, xp: Any = np) -> tuple[Any, Any]:
@@ -150,13 +109,42 @@ def _axis_fraction(values: Any, edges: Any, xp: Any) -> tuple[Any, Any]:
     the edges) of 1-D ``values`` on non-decreasing ``edges``."""
     n = edges.shape[0]
     # the last cell whose left edge is <= the value: skips zero-width cells
-    cell = xp.searchsorted(_stop(edges, xp), _stop(values, xp), side="right") - 1
-    cell = xp.clip(cell, 0, n - 2).astype(np.int64)
-    left, right = edges[cell], edges[cell + 1]
-    width = right - left
+    if xp is np:
+        cell = _cell_numpy(values, edges)
+    else:
+        cell = xp.searchsorted(_stop(edges, xp), _stop(values, xp), side="right") - 1
+        cell = xp.clip(cell, 0, n - 2)
+    # per cell, not per point: the inverse width (0 for a zero-width cell, which then gives
+    # t = 0 without a division by zero), gathered once
+    width = edges[1:] - edges[:-1]
     wide = width > 0.0
-    t = (values - left) / xp.where(wide, width, 1.0)
-    return cell, xp.clip(xp.where(wide, t, 0.0), 0.0, 1.0)
+    inverse = xp.where(wide, 1.0 / xp.where(wide, width, 1.0), 0.0)
+    t = (values - edges[cell]) * inverse[cell]
+    return cell, xp.clip(t, 0.0, 1.0)
+
+
+def _cell_numpy(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """``clip(searchsorted(edges, values, "right") - 1, 0, n - 2)``, faster where the edges are
+    near uniform (:class:`~twinlens.fit.pixelised.meshes.Rectangular`): a guess by
+    arithmetic, corrected by a step either way, checked, and the binary search only where a
+    guess is still wrong."""
+    n = edges.shape[0]
+    span = edges[-1] - edges[0]
+    step = span / (n - 1)
+    if span > 0 and np.all(np.abs(np.diff(edges) - step) < 0.5 * step):  # near uniform
+        cell = np.floor((values - edges[0]) * ((n - 1) / span))
+        cell = np.clip(cell, 0, n - 2).astype(np.intp)
+        for _ in range(2):
+            cell += (values >= edges[cell + 1]) & (cell < n - 2)
+            cell -= (values < edges[cell]) & (cell > 0)
+        ok = ((values >= edges[cell]) | (cell == 0)) & (
+            (values < edges[cell + 1]) | (cell == n - 2)
+        )
+        if not ok.all():  # the binary search where the guess is still wrong
+            bad = ~ok
+            cell[bad] = np.clip(np.searchsorted(edges, values[bad], side="right") - 1, 0, n - 2)
+        return cell
+    return np.clip(np.searchsorted(edges, values, side="right") - 1, 0, n - 2)
 
 
 def delaunay_weights(points: Any, vertices: Any, corners: Any, inside: Any, xp: Any = np) -> Any:

@@ -15,14 +15,19 @@ at the masked-in pixels, and the regularisation matrix ``R = lambda H + EPSILON 
 
 **Jointly with linear light profiles.** Beside the source, ``n_linear`` linear light profiles
 (lens light whose intensities are solved) add their blurred unit-intensity images as columns
-after the source's, ``B = [B_s | L]``, unregularised: the system is ``(F + R') x = D`` with
-``R' = diag(R, 0)`` and ``x = (s, a)``, ``a`` the intensities (unconstrained in sign). As in
-autolens, the regularisation term and both log-determinants are taken over the regularised
-(source) block only: ``s^T R s``, ``ln det R`` and ``ln det [(F + R')_ss]``, the leading
-``n_source x n_source`` block of the system. With the source first, that block's Cholesky
-factor is the leading block of the whole system's factor, so one factorisation serves both
-the solve and the determinant. (The intensities are thus fitted, not marginalised: the
-evidence carries no ``ln det`` of their block.)
+after the source's, ``B = [B_s | L]``, unregularised: ``x = (s, a)`` minimises
+``chi^2 + s^T R s`` with the intensities ``a >= 0``, as linear intensities are solved
+everywhere in twinlens. With ``A = F + R'``, ``R' = diag(R, 0)``, the regularised source block
+``A_ss = F_ss + R`` is Cholesky-factored once; eliminating the source leaves the Schur
+complement ``S = A_aa - A_as A_ss^-1 A_sa`` and ``g = D_a - A_as A_ss^-1 D_s``, whose
+non-negative least-squares solution (:func:`twinlens.fit.nnls.nnls_gram`) is ``a``; then
+``s = A_ss^-1 (D_s - A_sa a)``. The whole ``A`` is never factored, so near-collinear or empty
+lens-light images (which make it singular) still give a finite evidence. As in autolens, the
+regularisation term and both log-determinants are taken over the regularised (source) block
+only: ``s^T R s``, ``ln det R`` and ``ln det A_ss``. (The intensities are thus fitted, not
+marginalised: the evidence carries no ``ln det`` of their block.) Under JAX ``a`` is held
+constant when differentiating: the minimised quantity's derivative with respect to ``a``
+vanishes, or ``a`` sits on a bound, so the gradient is exact.
 
 **Positivity** (optional, ``Pixelization(..., positive=True)``): the unknowns are constrained
 to ``x >= 0`` and found by non-negative least squares on the normal equations,
@@ -106,9 +111,7 @@ def one_blas_thread() -> AbstractContextManager[Any]:
     return controller.limit(limits=1, user_api="blas")
 
 
-def _log_det_numpy(
-    matrix: np.ndarray, what: str, n_block: int | None = None
-) -> tuple[float, np.ndarray | None]:
+def _log_det_numpy(matrix: np.ndarray, what: str) -> tuple[float, np.ndarray | None]:
     from scipy.linalg import lapack
 
     # LAPACK's potrf directly: the same factorisation as np.linalg.cholesky, without its
@@ -118,7 +121,7 @@ def _log_det_numpy(
     if info != 0 or not np.all(np.isfinite(diag) & (diag > 0)):
         logger.warning("pixelised source: %s is not positive definite; log-evidence is -inf", what)
         return -math.inf, None
-    return 2.0 * float(np.sum(np.log(diag[:n_block]))), factor
+    return 2.0 * float(np.sum(np.log(diag))), factor
 
 
 def solve(
@@ -128,21 +131,22 @@ def solve(
     regularization: Any,
     xp: Any = np,
     positive: str | None = None,
+    backend: str | None = None,
 ) -> InversionTerms:
     """Solve for the source and compute the log-evidence terms, from the dense blurred
     mapping matrix.
 
     Parameters
     ----------
-    blurred : float array (n_mask, n_source)
-        ``B``.
+    blurred : float array (n_mask, n_source + n_linear)
+        ``B``: the source's columns, then any linear light profiles'.
     data, noise : float arrays (n_mask,)
         ``d`` and ``sigma`` (> 0).
     regularization : float array (n_source, n_source)
         ``R``, symmetric positive definite.
     xp : module
         ``numpy`` (numpy and numba backends) or ``jax.numpy``.
-    positive : str, optional
+    positive, backend : str, optional
         See :func:`solve_normal`.
 
     Returns
@@ -152,7 +156,7 @@ def solve(
     bw = blurred / noise[:, None]
     dw = data / noise
     return solve_normal(
-        bw.T @ bw, bw.T @ dw, dw, noise, regularization, lambda s: bw @ s, xp, positive
+        bw.T @ bw, bw.T @ dw, dw, noise, regularization, lambda s: bw @ s, xp, positive, backend
     )
 
 
@@ -165,6 +169,7 @@ def solve_normal(
     weighted_model: Callable[[Any], Any],
     xp: Any = np,
     positive: str | None = None,
+    backend: str | None = None,
 ) -> InversionTerms:
     """:func:`solve` from the normal equations, however ``F`` and ``D`` were formed.
 
@@ -185,24 +190,25 @@ def solve_normal(
         ``x -> B x / sigma`` for all ``n`` unknowns, for ``chi^2``.
     xp : module
     positive : str, optional
-        None (default): the unconstrained solution. A backend name (``numpy``, ``numba`` or
-        ``jax``): every unknown constrained to be >= 0, by the non-negative least-squares
-        solver of :mod:`twinlens.fit.nnls` on ``(F + R', D)``, which minimises the same
-        ``chi^2 + s^T R s`` (see the module documentation).
+        None (default): the source unconstrained, the linear light profiles' intensities
+        non-negative (solved on the Schur complement, see the module documentation). A backend
+        name (``numpy``, ``numba`` or ``jax``): every unknown constrained to be >= 0, by the
+        non-negative least-squares solver of :mod:`twinlens.fit.nnls` on ``(F + R', D)``,
+        which minimises the same ``chi^2 + s^T R s``.
+    backend : str, optional
+        The backend of the non-negative solver for the intensities (``numpy`` or ``numba``
+        with ``xp = numpy``; default ``numpy``, and ``jax`` with ``jax.numpy``).
     """
     n_source = regularization.shape[0]
-    n_linear = curvature.shape[0] - n_source
-    # diag(R, 0): the linear light profiles' intensities are not regularised
-    padded = xp.pad(regularization, ((0, n_linear), (0, n_linear))) if n_linear else regularization
-    system = curvature + padded
+    if backend is None:
+        backend = "numpy" if xp is np else "jax"
+    # the regularised source block A_ss = F_ss + R, factored once: its determinant is the
+    # evidence's, and it eliminates the source from the joint system
+    block = curvature[:n_source, :n_source] + regularization
     norm = xp.sum(xp.log(2.0 * math.pi * noise * noise))
     if xp is np:
-        from scipy.linalg import cho_solve
-
         with one_blas_thread():
-            log_det_a, factor = _log_det_numpy(
-                system, "F + lambda H (curvature + regularisation)", n_source
-            )
+            log_det_a, factor = _log_det_numpy(block, "F + lambda H (curvature + regularisation)")
             log_det_r, _ = _log_det_numpy(regularization, "the regularisation matrix")
             if factor is None or not math.isfinite(log_det_r):
                 x = np.full(vector.shape, np.nan)
@@ -217,39 +223,25 @@ def solve_normal(
                     -math.inf,
                     x[n_source:],
                 )
-            if positive is None:
-                x = cho_solve((factor, True), vector, check_finite=False)
-            else:
-                from twinlens.fit.nnls import nnls_gram
-
-                x = nnls_gram(system, vector, positive)
+            x = _unknowns(curvature, vector, regularization, factor, positive, backend, np)
         return _score(
             weighted_data, weighted_model(x), x, regularization, log_det_a, log_det_r, norm, np
         )
-    from twinlens.backend import jax_runtime
-
-    jax = jax_runtime.load()
     ok = xp.bool_(True)
     logs = []
     factors = []
-    for matrix in (system, regularization):
+    for matrix in (block, regularization):
         factor = xp.linalg.cholesky(matrix)
         diag = xp.diagonal(factor)
         good = xp.all(xp.isfinite(diag) & (diag > 0))
         ok = ok & good
-        # the source block's determinant: the leading diagonal of the whole factor
-        logs.append(2.0 * xp.sum(xp.log(xp.where(good, diag, 1.0))[:n_source]))
+        logs.append(2.0 * xp.sum(xp.log(xp.where(good, diag, 1.0))))
         factors.append(factor)
-    safe = xp.where(ok, factors[0], xp.eye(system.shape[0]))
-    if positive is None:
-        x = jax.scipy.linalg.cho_solve((safe, True), vector)
-    else:
-        from twinlens.fit.nnls import nnls_gram
-
-        # the solver's answer is held constant under differentiation: it minimises
-        # chi^2 + s^T R s, whose derivative with respect to x vanishes or x sits on a bound
-        safe_system = xp.where(ok, system, xp.eye(system.shape[0]))
-        x = nnls_gram(safe_system, vector, "jax")
+    # a failed factorisation: solve a harmless system instead (the result is -inf), so that no
+    # NaN reaches the gradient through the branch that is not taken
+    safe = xp.where(ok, factors[0], xp.eye(n_source))
+    safe_curvature = xp.where(ok, curvature, xp.eye(curvature.shape[0]))
+    x = _unknowns(safe_curvature, vector, regularization, safe, positive, backend, xp)
     terms = _score(weighted_data, weighted_model(x), x, regularization, logs[0], logs[1], norm, xp)
     return InversionTerms(
         terms.reconstruction,
@@ -261,6 +253,53 @@ def solve_normal(
         xp.where(ok & xp.isfinite(terms.log_evidence), terms.log_evidence, -xp.inf),
         terms.intensities,
     )
+
+
+def _cho_solve(factor: Any, rhs: Any, xp: Any) -> Any:
+    if xp is np:
+        from scipy.linalg import cho_solve
+
+        return cho_solve((factor, True), rhs, check_finite=False)
+    from twinlens.backend import jax_runtime
+
+    return jax_runtime.load().scipy.linalg.cho_solve((factor, True), rhs)
+
+
+def _unknowns(
+    curvature: Any,
+    vector: Any,
+    regularization: Any,
+    factor: Any,
+    positive: str | None,
+    backend: str,
+    xp: Any,
+) -> Any:
+    """``x = (s, a)``, given the Cholesky factor of the source block ``A_ss``."""
+    from twinlens.fit.nnls import nnls_gram
+
+    n_source = regularization.shape[0]
+    n_linear = curvature.shape[0] - n_source
+    if positive is not None:
+        # every unknown >= 0: NNLS on the whole system. The solver's answer is held constant
+        # under JAX differentiation: it minimises chi^2 + s^T R s, whose derivative with
+        # respect to x vanishes or x sits on a bound
+        system = curvature + xp.pad(regularization, ((0, n_linear), (0, n_linear)))
+        return nnls_gram(system, vector, positive)
+    if not n_linear:
+        return _cho_solve(factor, vector, xp)
+    # the intensities on the Schur complement of the source block, non-negative:
+    # S = A_aa - A_as A_ss^-1 A_sa, g = D_a - A_as A_ss^-1 D_s, a = NNLS(S, g), then
+    # s = A_ss^-1 (D_s - A_sa a). Near-collinear or empty lens-light columns make S singular,
+    # which the active-set solver tolerates (it never adds a column that cannot lower chi^2)
+    cross = curvature[:n_source, n_source:]  # A_sa (unregularised)
+    solved = _cho_solve(factor, xp.concatenate([vector[:n_source, None], cross], axis=1), xp)
+    y, y_cross = solved[:, 0], solved[:, 1:]
+    schur = curvature[n_source:, n_source:] - cross.T @ y_cross
+    schur = 0.5 * (schur + schur.T)
+    rhs = vector[n_source:] - cross.T @ y
+    # as for positivity, a is held constant under JAX differentiation: s follows it exactly
+    a = nnls_gram(schur, rhs, backend)
+    return xp.concatenate([y - y_cross @ a, a])
 
 
 def _score(

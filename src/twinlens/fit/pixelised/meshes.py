@@ -26,11 +26,7 @@ import numpy as np
 
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.pixelised import triangulation
-from twinlens.fit.pixelised.interpolation import (
-    bilinear_weights,
-    delaunay_weights,
-    lattice_weights,
-)
+from twinlens.fit.pixelised.interpolation import delaunay_weights, lattice_weights
 from twinlens.grids import Grid2D
 
 __all__ = [
@@ -100,7 +96,8 @@ class Rectangular(ValueIdentity):
             or not all(isinstance(n, int) and 3 <= n <= 1000 for n in self.shape)
         ):
             raise ValueError(
-                f"Rectangular.shape must be (ny, nx), integers from 3 to 1000, got {self.shape!r}"
+                f"{type(self).__name__}.shape must be (ny, nx), integers from 3 to 1000, got "
+                f"{self.shape!r}"
             )
 
     @property
@@ -112,21 +109,32 @@ class Rectangular(ValueIdentity):
         """None: the lattice is placed from the traced sub-pixels, not traced vertices."""
         return None
 
-    def mapping(self, points: Any, vertices: Any, xp: Any = np) -> MeshMapping:
-        """The mesh for traced sub-pixels ``points (n, 2)`` (``vertices`` is unused)."""
+    def edges(self, points: Any, xp: Any = np, weights: Any = None) -> tuple[Any, Any]:
+        """The lattice's vertex columns ``x_edges (nx,)`` and rows ``y_edges (ny,)``, arcsec,
+        for traced sub-pixels ``points (n, 2)``: uniform over their extent (``weights`` is
+        unused here; see :class:`RectangularAdaptDensity`)."""
         ny, nx = self.shape
         lo = xp.min(points, axis=0)
         hi = xp.max(points, axis=0)
-        width = hi - lo
-        ok = (width[0] > 0) & (width[1] > 0)
-        # a zero-width extent (every point on one line) is unusable; keep the arithmetic finite
-        hi = xp.where(ok, hi, lo + 1.0)
-        extent = (lo[0], hi[0], lo[1], hi[1])
-        indices, weights = bilinear_weights(points, extent, self.shape, xp)
-        xs = lo[0] + (hi[0] - lo[0]) * xp.linspace(0.0, 1.0, nx)
-        ys = lo[1] + (hi[1] - lo[1]) * xp.linspace(0.0, 1.0, ny)
-        vx = xp.broadcast_to(xs[None, :], (ny, nx)).reshape(-1)
-        vy = xp.broadcast_to(ys[:, None], (ny, nx)).reshape(-1)
+        return (
+            lo[0] + (hi[0] - lo[0]) * xp.linspace(0.0, 1.0, nx),
+            lo[1] + (hi[1] - lo[1]) * xp.linspace(0.0, 1.0, ny),
+        )
+
+    def mapping(self, points: Any, vertices: Any, xp: Any = np, weights: Any = None) -> MeshMapping:
+        """The mesh for traced sub-pixels ``points (n, 2)`` of area weights ``weights (n,)``
+        (numpy; default equal) (``vertices`` is unused): the lattice at :meth:`edges`, with
+        bilinear weights (:func:`~twinlens.fit.pixelised.interpolation.lattice_weights`)."""
+        ny, nx = self.shape
+        x_edges, y_edges = self.edges(points, xp, weights)
+        ok = (x_edges[-1] > x_edges[0]) & (y_edges[-1] > y_edges[0])
+        # a zero-width extent (every point on one line) is unusable; spread the edges so the
+        # arithmetic stays finite
+        x_edges = xp.where(ok, x_edges, x_edges[0] + xp.linspace(0.0, 1.0, nx))
+        y_edges = xp.where(ok, y_edges, y_edges[0] + xp.linspace(0.0, 1.0, ny))
+        indices, weights = lattice_weights(points, x_edges, y_edges, xp)
+        vx = xp.broadcast_to(x_edges[None, :], (ny, nx)).reshape(-1)
+        vy = xp.broadcast_to(y_edges[:, None], (ny, nx)).reshape(-1)
         edges, stencils = _lattice(self.shape)
         status = xp.where(ok, triangulation.STATUS_OK, triangulation.STATUS_DEGENERATE)
         if xp is np:
@@ -143,11 +151,20 @@ class Rectangular(ValueIdentity):
         )
 
 
-def quantile_edges(values: Any, n: int, xp: Any = np) -> Any:
-    """``n`` quantiles of ``values (n_values,)`` at probabilities ``0, 1/(n-1), ..., 1``:
-    linear interpolation between order statistics (numpy's default ``linear`` method), so
-    the first is the minimum and the last the maximum. Continuous and piecewise linear in the
-    values (the order statistics are), hence differentiable almost everywhere under JAX.
+def quantile_edges(values: Any, n: int, xp: Any = np, weights: Any = None) -> Any:
+    """``n`` quantiles of ``values (n_values,)`` at probabilities ``0, 1/(n-1), ..., 1``, the
+    first the minimum and the last the maximum.
+
+    Without ``weights`` (or with equal ones): linear interpolation between order statistics
+    (numpy's default ``linear`` method). With ``weights (n_values,)`` (each value's share,
+    e.g. a sub-pixel's area): each value is spread over an interval of the cumulative weight
+    as long as its weight, ``Q(t)`` (``0 <= t <= W``, ``W`` the total) is the value whose
+    interval holds ``t``, and quantile ``j`` is the mean of ``Q`` over a window as wide as the
+    mean weight ``h = W / n_values``, starting at ``(j / (n - 1)) (W - h)``; the mean is a
+    difference of ``int_0^t Q``, interpolated linearly on the cumulative weight. For equal
+    weights this is the unweighted rule exactly; for any weights it is continuous and
+    piecewise linear in the values (two values of different weights that swap order are equal
+    where they swap), hence differentiable almost everywhere under JAX.
 
     Parameters
     ----------
@@ -155,6 +172,8 @@ def quantile_edges(values: Any, n: int, xp: Any = np) -> Any:
     n : int
         >= 2.
     xp : module
+    weights : float array (n_values,), optional
+        Concrete (numpy), > 0.
 
     Returns
     -------
@@ -162,12 +181,36 @@ def quantile_edges(values: Any, n: int, xp: Any = np) -> Any:
         Non-decreasing.
     """
     count = values.shape[0]
-    position = np.linspace(0.0, 1.0, n) * (count - 1)
-    lo = np.floor(position).astype(np.int64)
-    hi = np.minimum(lo + 1, count - 1)
-    frac = position - lo
-    ordered = xp.sort(values)
-    return ordered[lo] + frac * (ordered[hi] - ordered[lo])
+    if weights is not None:
+        weights = np.asarray(weights, dtype=float)
+        if np.all(weights == weights[0]):
+            weights = None
+    if weights is None:
+        position = np.linspace(0.0, 1.0, n) * (count - 1)
+        lo = np.floor(position).astype(np.int64)
+        hi = np.minimum(lo + 1, count - 1)
+        frac = position - lo
+        ordered = xp.sort(values)
+        return ordered[lo] + frac * (ordered[hi] - ordered[lo])
+    order = xp.argsort(_stop(values, xp))
+    ordered = values[order]
+    w = xp.asarray(weights)[order]
+    zero = xp.zeros(1)
+    knots = xp.concatenate([zero, xp.cumsum(w)])  # the cumulative weight
+    integral = xp.concatenate([zero, xp.cumsum(ordered * w)])  # int_0^knot Q(t) dt
+    total = float(np.sum(weights))
+    h = total / count
+    start = np.linspace(0.0, 1.0, n)[1:-1] * (total - h)
+    inner = (xp.interp(start + h, knots, integral) - xp.interp(start, knots, integral)) / h
+    return xp.concatenate([ordered[:1], inner, ordered[-1:]])
+
+
+def _stop(value: Any, xp: Any) -> Any:
+    if xp is np:
+        return value
+    from twinlens.backend import jax_runtime
+
+    return jax_runtime.load().lax.stop_gradient(value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,12 +220,14 @@ class RectangularAdaptDensity(Rectangular):
     ``RectangularAdaptDensity`` idea; the edges here are quantiles, not a kernel CDF).
 
     The vertex columns sit at the ``j / (nx - 1)`` quantiles of the traced sub-pixels' ``x``
-    (:func:`quantile_edges`), the rows likewise in ``y``: each column of cells, and each row,
-    holds about ``n_sub / (nx - 1)`` (``/ (ny - 1)``) sub-pixels, so the source pixels crowd
-    where the lens magnifies. The first and last edges are the traced extent, as for
-    :class:`Rectangular`. ``uniform_fraction`` blends the quantile edges with the uniform
-    ones, ``(1 - u) q + u e``, bounding how thin a cell gets; ``u = 1`` is
-    :class:`Rectangular`'s lattice.
+    (:func:`quantile_edges`), weighted by each sub-pixel's area (its weight in its pixel's
+    average, so adaptive oversampling, with sub-pixels of several sizes, does not pull the
+    edges to where sub-pixels are dense), the rows likewise in ``y``: each column of cells,
+    and each row, holds about ``1 / (nx - 1)`` (``1 / (ny - 1)``) of the masked image-plane
+    area, so the source pixels crowd where the lens magnifies. The first and last edges are
+    the traced extent, as for :class:`Rectangular`. ``uniform_fraction`` blends the quantile
+    edges with the uniform ones, ``(1 - u) q + u e``, bounding how thin a cell gets;
+    ``u = 1`` is :class:`Rectangular`'s lattice.
 
     The edges are continuous, piecewise linear functions of the traced positions, so the
     evidence is continuous in the lens parameters and JAX differentiates it (the derivative
@@ -212,47 +257,20 @@ class RectangularAdaptDensity(Rectangular):
         object.__setattr__(self, "uniform_fraction", float(u))
         super().__post_init__()
 
-    def edges(self, points: Any, xp: Any = np) -> tuple[Any, Any]:
+    def edges(self, points: Any, xp: Any = np, weights: Any = None) -> tuple[Any, Any]:
         """The lattice's vertex columns ``x_edges (nx,)`` and rows ``y_edges (ny,)``, arcsec,
-        for traced sub-pixels ``points (n, 2)``."""
+        for traced sub-pixels ``points (n, 2)`` of area weights ``weights (n,)`` (numpy;
+        default equal)."""
         ny, nx = self.shape
         out = []
         for axis, n in ((0, nx), (1, ny)):
-            q = quantile_edges(points[:, axis], n, xp)
+            q = quantile_edges(points[:, axis], n, xp, weights)
             u = self.uniform_fraction
             if u > 0.0:
                 lo, hi = q[0], q[-1]  # the extent: minimum and maximum
                 q = (1.0 - u) * q + u * (lo + (hi - lo) * xp.linspace(0.0, 1.0, n))
             out.append(q)
         return out[0], out[1]
-
-    def mapping(self, points: Any, vertices: Any, xp: Any = np) -> MeshMapping:
-        """The mesh for traced sub-pixels ``points (n, 2)`` (``vertices`` is unused)."""
-        ny, nx = self.shape
-        x_edges, y_edges = self.edges(points, xp)
-        ok = (x_edges[-1] > x_edges[0]) & (y_edges[-1] > y_edges[0])
-        # a zero-width extent is unusable; spread the edges so the arithmetic stays finite
-        ramp_x = xp.linspace(0.0, 1.0, nx)
-        ramp_y = xp.linspace(0.0, 1.0, ny)
-        x_edges = xp.where(ok, x_edges, x_edges[0] + ramp_x)
-        y_edges = xp.where(ok, y_edges, y_edges[0] + ramp_y)
-        indices, weights = lattice_weights(points, x_edges, y_edges, xp)
-        vx = xp.broadcast_to(x_edges[None, :], (ny, nx)).reshape(-1)
-        vy = xp.broadcast_to(y_edges[:, None], (ny, nx)).reshape(-1)
-        edges, stencils = _lattice(self.shape)
-        status = xp.where(ok, triangulation.STATUS_OK, triangulation.STATUS_DEGENERATE)
-        if xp is np:
-            status = int(status)
-        return MeshMapping(
-            indices=indices,
-            weights=weights,
-            n_pixels=self.n_pixels,
-            vertices=xp.stack([vx, vy], axis=-1),
-            edges=edges,
-            edge_valid=np.ones(len(edges), dtype=bool),
-            stencils=stencils,
-            status=status,
-        )
 
 
 @lru_cache(maxsize=16)
@@ -326,9 +344,9 @@ class Delaunay(ValueIdentity):
             return self.image_vertices
         return overlay_points(grid, self.shape)
 
-    def mapping(self, points: Any, vertices: Any, xp: Any = np) -> MeshMapping:
+    def mapping(self, points: Any, vertices: Any, xp: Any = np, weights: Any = None) -> MeshMapping:
         """The mesh for traced sub-pixels ``points (n, 2)`` and traced vertices
-        ``vertices (n_vertices, 2)``."""
+        ``vertices (n_vertices, 2)`` (``weights`` is unused)."""
         if xp is np:
             top = triangulation.topology(vertices, points)
             corners, inside, edges, valid, status = (

@@ -56,7 +56,9 @@ class PixelisedParts:
     mass : Tracer
         The lens galaxies' mass only.
     lens_light : Tracer or None
-        The lens galaxies' light only (fixed parameters), None when there is none.
+        The lens galaxies' light only, None when there is none: of fixed parameters
+        (subtracted from the data once), or with linear profiles (solved with the source, see
+        :func:`joint_lens_light`).
     pixelization : Pixelization
     path : str
         Where the pixelization sits, e.g. ``"sources[0].pixelization"``.
@@ -158,7 +160,8 @@ class PixelisedSourceFit:
     ----------
     dataset : Imaging
     tracer : Tracer
-        Lens mass, optionally lens light of fixed parameters, and one pixelised source.
+        Lens mass, optionally lens light (of fixed parameters, or with linear profiles solved
+        with the source), and one pixelised source.
     backend : str
     """
 
@@ -215,7 +218,12 @@ class PixelisedSourceFit:
 
 
 def _host_matrices(fit: FitPixelised) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
-    """``(mesh, B, F + R, D)`` of an evaluated fit, rebuilt in numpy from its traced points."""
+    """``(mesh, B, F + R', D)`` of an evaluated fit, rebuilt in numpy from its traced points:
+    the whole system that the fit solved. ``B (n_mask, n_source + n_linear)`` holds the
+    source's blurred columns, then those of the fit's linear lens light (unit intensity);
+    ``R' = diag(R, 0)``; ``D = B^T C^-1 (d - l)``, ``l`` the blurred image of the lens
+    light's parametric (fixed-intensity) profiles, 0 without lens light."""
+    from twinlens.fit.pixelised.fit import _lens_light_terms
     from twinlens.fit.pixelised.mapping import (
         MaskedLayout,
         blurred_mapping_matrix,
@@ -225,29 +233,53 @@ def _host_matrices(fit: FitPixelised) -> tuple[Any, np.ndarray, np.ndarray, np.n
     points = np.asarray(fit.source_plane_points)
     vertices = np.asarray(fit.source_vertices)
     mesh_type = fit.pixelization.mesh
-    mesh = mesh_type.mapping(points, vertices if isinstance(mesh_type, Delaunay) else None, np)
     masked = MaskedLayout(fit.dataset)
+    mesh = mesh_type.mapping(
+        points, vertices if isinstance(mesh_type, Delaunay) else None, np, masked.sub_weight
+    )
     n_mask = masked.data.size
     m = mapping_matrix(
         mesh.indices, mesh.weights, masked.sub_pixel, masked.sub_weight, n_mask, mesh.n_pixels
     )
     blurred = blurred_mapping_matrix(m, fit.dataset, np)
+    data = masked.data
+    light = _lens_light_terms(fit.lens_light, fit.dataset, "numpy")
+    if light is not None:
+        light = np.asarray(light)
+        data = data - light[0]
+        blurred = np.concatenate([blurred, light[1:].T], axis=1)
+    n_linear = blurred.shape[1] - mesh.n_pixels
     bw = blurred / masked.noise[:, None]
-    system = bw.T @ bw + fit.pixelization.regularization.matrix(mesh, np)
-    return mesh, blurred, system, bw.T @ (masked.data / masked.noise)
+    reg = fit.pixelization.regularization.matrix(mesh, np)
+    system = bw.T @ bw + np.pad(reg, ((0, n_linear), (0, n_linear)))
+    return mesh, blurred, system, bw.T @ (data / masked.noise)
 
 
 def reconstruction_errors(fit: FitPixelised) -> np.ndarray:
-    """The source pixels' standard errors, ``sqrt(diag((F + R)^-1))``, ``(n_source,)``: the
-    width of the posterior of each pixel's value given the lens model and ``lambda``. NaN
-    where the fit failed."""
+    """The source pixels' standard errors, ``(n_source,)``: the square root of the diagonal of
+    the source block of ``(F + R')^-1``, the width of the posterior of each pixel's value
+    given the lens model and ``lambda``. With linear lens light solved jointly, that block is
+    marginal over the intensities (``A_ss^-1 + A_ss^-1 A_sa S^+ A_as A_ss^-1``, ``S`` the
+    Schur complement of the source block and ``S^+`` its pseudo-inverse, eigenvalues below
+    1e-10 of the largest dropped, so combinations of intensities that the data cannot tell
+    apart add nothing); without, it is
+    ``diag((F + R)^-1)``. Both are the Gaussian (unconstrained) widths: where positivity or
+    the intensities' bound is active, the constrained posterior is narrower on that side.
+    NaN where the fit failed."""
     from scipy.linalg import cho_factor, cho_solve
 
+    n_source = np.asarray(fit.reconstruction).shape[0]
     if not math.isfinite(float(fit.log_evidence)):
-        return np.full(np.asarray(fit.reconstruction).shape, np.nan)
+        return np.full(n_source, np.nan)
     _, _, system, _ = _host_matrices(fit)
-    factor = cho_factor(system, lower=True)
-    inverse = cho_solve(factor, np.eye(system.shape[0]))
+    factor = cho_factor(system[:n_source, :n_source], lower=True)
+    inverse = cho_solve(factor, np.eye(n_source))
+    if system.shape[0] > n_source:
+        cross = system[:n_source, n_source:]
+        solved = cho_solve(factor, cross)  # A_ss^-1 A_sa
+        schur = system[n_source:, n_source:] - cross.T @ solved
+        pinv = np.linalg.pinv(0.5 * (schur + schur.T), rcond=1e-10, hermitian=True)
+        inverse = inverse + solved @ pinv @ solved.T
     return np.sqrt(np.clip(np.diag(inverse), 0.0, None))
 
 
