@@ -49,6 +49,9 @@ def test_same_inputs_same_vertices():
     c = kmeans_vertices(dataset.grid, data, 60, seed=2)
     assert c.tobytes() != a.tobytes()
     # each vertex inside the mask's extent, and in the order documented (y, then x)
+    used = dataset.grid.used
+    centres = np.column_stack([dataset.grid.x[used], dataset.grid.y[used]])
+    assert np.all(a >= centres.min(axis=0)) and np.all(a <= centres.max(axis=0))
     assert np.all(np.lexsort((a[:, 0], a[:, 1])) == np.arange(len(a)))
 
 
