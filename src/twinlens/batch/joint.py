@@ -26,6 +26,7 @@ from twinlens.backend import resolve_backend
 from twinlens.batch.likelihood import ImagingLikelihood, _jax_batch, _jax_single, vmap_width
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
+from twinlens.fit.lens_equation import _serial_when_small
 from twinlens.fit.point_source_likelihood import PointSource, PointSourceLikelihood
 from twinlens.fit.tracer import Tracer
 from twinlens.model.model import POINT_SOURCE
@@ -172,6 +173,11 @@ class JointLikelihood(ValueIdentity):
         return out
 
     def _point_source_rows(self, values: np.ndarray, backend: str) -> np.ndarray:
+        # a few points per kernel call: on one numba thread (waking the others costs more)
+        with _serial_when_small(1, backend):
+            return self._rows(values, backend)
+
+    def _rows(self, values: np.ndarray, backend: str) -> np.ndarray:
         out = np.empty(len(values))
         for i, v in enumerate(values):
             if not np.all(np.isfinite(v)):

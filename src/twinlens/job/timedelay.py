@@ -42,8 +42,8 @@ Z_LENS, Z_SOURCE, H0_TRUE, OMEGA_M = 0.5, 2.0, 70.0, 0.3
 TD_N_PIX, TD_PIXEL_SCALE, TD_SUB_SIZE, TD_NOISE, TD_MASK_RADIUS = 40, 0.1, 2, 0.05, 2.0
 TD_PSF_FWHM, TD_PSF_SIZE = 0.15, 7
 POSITION_SIGMA = 0.003  # arcsec
-#: delay uncertainties: 2% of the delay, at least 0.5 days
-DELAY_FRACTION, DELAY_FLOOR = 0.02, 0.5
+#: delay uncertainties: 2% of the delay, at least 0.25 days
+DELAY_FRACTION, DELAY_FLOOR = 0.02, 0.25
 #: the image solver of the fit (it must see every image: the window holds 2.5")
 SOLVER = {"window": 2.5, "cells": 101}
 
