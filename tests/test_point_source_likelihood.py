@@ -152,7 +152,7 @@ def test_jax_gradients_against_finite_differences():
     import jax
     import jax.numpy as jnp
 
-    lens, point, data = _quad()
+    lens, _point, data = _quad()
     pl = lens.lenses[0].mass[0]
 
     def chi2(p, term):

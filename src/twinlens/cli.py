@@ -70,9 +70,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         )
     truths = None
     if args.example is not None:
-        from twinlens.job import example
-
-        from twinlens.job import timedelay
+        from twinlens.job import example, timedelay
 
         pixelised = args.example == "pixelised"
         # in the home folder, not the working directory (a clone would gain an untracked one)

@@ -191,9 +191,7 @@ class JointLikelihood(ValueIdentity):
                 out[i] = -np.inf
                 continue
             with np.errstate(all="ignore"):
-                out[i] = float(
-                    self.point_source_likelihood.log_likelihood(tracer, point, backend)
-                )
+                out[i] = float(self.point_source_likelihood.log_likelihood(tracer, point, backend))
         return out
 
     def _jax_chunk(self, values: np.ndarray) -> np.ndarray:

@@ -429,8 +429,8 @@ def _pixelization(params: dict, here: str, path: str, priors: dict) -> Any:
 
 _PS_DATA = ("positions", "position_sigma", "delays", "delay_sigma", "fluxes", "flux_sigma")
 _PS_PARAMS = ("centre", "flux", "time_delay_distance")
-_PS_KEYS = (*_PS_DATA, *_PS_PARAMS, "position_likelihood", "solver", "z_lens", "z_source")
-_PS_KEYS = (*_PS_KEYS, "omega_m")
+_PS_KEYS: tuple[str, ...] = (*_PS_DATA, *_PS_PARAMS, "position_likelihood", "solver")
+_PS_KEYS = (*_PS_KEYS, "z_lens", "z_source", "omega_m")
 _SOLVER_KEYS = ("window", "centre", "cells", "max_images", "newton_iterations", "tolerance")
 
 
@@ -524,7 +524,9 @@ def _point_source(table: Any, priors: dict) -> tuple[Any, PointSourceConfig]:
             f"{where}.solver.{bad[0]}: unknown setting; the settings are "
             f"{', '.join(_SOLVER_KEYS)}{_suggest(bad[0], _SOLVER_KEYS)}"
         )
-    settings = {k: tuple(v) if isinstance(v, list) else v for k, v in solver_table.items()}
+    settings: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in solver_table.items()
+    }
     try:
         solver = ImageSolver(**settings) if kind == "image" else None
     except (TypeError, ValueError) as err:
@@ -560,7 +562,9 @@ def _point_source(table: Any, priors: dict) -> tuple[Any, PointSourceConfig]:
         raise ConfigError(f"{where}: {str(err).replace('PointSource.', '')}") from None
     try:
         likelihood = PointSourceLikelihood(
-            PointSourceData(**data), kind, solver  # type: ignore[arg-type]
+            PointSourceData(**data),
+            kind,
+            solver,  # type: ignore[arg-type]
         )
     except (TypeError, ValueError) as err:
         message = str(err).replace("PointSourceData.", "").replace("PointSourceLikelihood", "")

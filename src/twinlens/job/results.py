@@ -141,20 +141,6 @@ def summary_table(model: Model | None, result: Any) -> str:
         lines = [f"{'parameter':<{width}}  {'estimate':>12}"]
         lines += [f"{p:<{width}}  {result.max_likelihood[i]:12.5f}" for i, p in enumerate(paths)]
         return "\n".join(lines)
-    for key, unit in (("time_delay_distance", "Mpc"), ("h0", "km/s/Mpc")):
-        if key in derived:
-            d = derived[key]
-            name = "D_dt" if key == "time_delay_distance" else "H0"
-            if d["lower_68"] is None:
-                line = f"{name} = {d['median']:.5g} {unit}\n"
-            else:
-                line = (
-                    f"{name} = {d['median']:.5g} +{d['upper_68'] - d['median']:.3g} "
-                    f"-{d['median'] - d['lower_68']:.3g} {unit} (68%)\n"
-                )
-            with files["summary"].open("a") as f:
-                f.write(line)
-
     med = result.medians()
     lo, hi = result.intervals(0.68)
     lines = [
@@ -349,7 +335,21 @@ def write_results(
 
     for key, unit in (("time_delay_distance", "Mpc"), ("h0", "km/s/Mpc")):
         if key in derived:
-            d = derived[key]
+            stats: dict[str, Any] = derived[key]
+            name = "D_dt" if key == "time_delay_distance" else "H0"
+            if stats["lower_68"] is None:
+                line = f"{name} = {stats['median']:.5g} {unit}\n"
+            else:
+                line = (
+                    f"{name} = {stats['median']:.5g} +{stats['upper_68'] - stats['median']:.3g} "
+                    f"-{stats['median'] - stats['lower_68']:.3g} {unit} (68%)\n"
+                )
+            with files["summary"].open("a") as f:
+                f.write(line)
+
+    for key, unit in (("time_delay_distance", "Mpc"), ("h0", "km/s/Mpc")):
+        if key in derived:
+            stats: dict[str, Any] = derived[key]
             name = "D_dt" if key == "time_delay_distance" else "H0"
             if d["lower_68"] is None:
                 line = f"{name} = {d['median']:.5g} {unit}\n"

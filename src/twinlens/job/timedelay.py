@@ -118,9 +118,9 @@ def simulated_point_source(seed: int) -> dict[str, Any]:
     from twinlens.fit.point_sources import time_delays
 
     tracer = timedelay_tracer()
-    beta = np.array([TIMEDELAY_TRUTH["point_source.centre[0]"], TIMEDELAY_TRUTH[
-        "point_source.centre[1]"
-    ]])
+    beta = np.array(
+        [TIMEDELAY_TRUTH["point_source.centre[0]"], TIMEDELAY_TRUTH["point_source.centre[1]"]]
+    )
     images = ImageSolver(window=3.0, cells=301).solve(tracer, beta, "numpy")
     positions, _, _ = images.found()
     if len(positions) != 4:
@@ -206,8 +206,7 @@ def timedelay_config_text(
         'position_likelihood = "image"',
         f"solver = {_toml(SOLVER)}",
         f"centre = {pair('point_source.centre')}",
-        "time_delay_distance = "
-        f"{_toml(_free('point_source.time_delay_distance'))}  # Mpc",
+        f"time_delay_distance = {_toml(_free('point_source.time_delay_distance'))}  # Mpc",
         f"z_lens = {_toml(Z_LENS)}  # to report H0 (flat LambdaCDM)",
         f"z_source = {_toml(Z_SOURCE)}",
         f"omega_m = {_toml(OMEGA_M)}",

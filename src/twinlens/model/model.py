@@ -243,7 +243,9 @@ class Model(ValueIdentity):
         if v.size != self.n_params:
             raise ValueError(f"vector needs {self.n_params} entries, got {v.size}")
         values = {
-            p: float(x) for p, x in zip(self.paths, v, strict=True) if not p.startswith(POINT_SOURCE)
+            p: float(x)
+            for p, x in zip(self.paths, v, strict=True)
+            if not p.startswith(POINT_SOURCE)
         }
         return set_paths(self.tracer, values, False)
 
@@ -253,5 +255,7 @@ class Model(ValueIdentity):
             return None
         v = np.asarray(vector, dtype=float).reshape(-1)
         n = len(POINT_SOURCE)
-        values = {p[n:]: float(x) for p, x in zip(self.paths, v, strict=True) if p[:n] == POINT_SOURCE}
+        values = {
+            p[n:]: float(x) for p, x in zip(self.paths, v, strict=True) if p[:n] == POINT_SOURCE
+        }
         return set_paths(self.point_source, values, False)
