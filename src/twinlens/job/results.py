@@ -347,20 +347,6 @@ def write_results(
             with files["summary"].open("a") as f:
                 f.write(line)
 
-    for key, unit in (("time_delay_distance", "Mpc"), ("h0", "km/s/Mpc")):
-        if key in derived:
-            stats: dict[str, Any] = derived[key]
-            name = "D_dt" if key == "time_delay_distance" else "H0"
-            if d["lower_68"] is None:
-                line = f"{name} = {d['median']:.5g} {unit}\n"
-            else:
-                line = (
-                    f"{name} = {d['median']:.5g} +{d['upper_68'] - d['median']:.3g} "
-                    f"-{d['median'] - d['lower_68']:.3g} {unit} (68%)\n"
-                )
-            with files["summary"].open("a") as f:
-                f.write(line)
-
     med = result.medians()
     lo, hi = result.intervals(0.68)
     files["json"] = output / "result.json"
