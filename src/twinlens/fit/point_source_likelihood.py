@@ -70,6 +70,7 @@ __all__ = [
     "PointSourceLikelihood",
     "flux_chi_squared",
     "image_plane_chi_squared",
+    "model_delays",
     "source_plane_chi_squared",
     "time_delay_chi_squared",
 ]
