@@ -70,18 +70,28 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         )
     truths = None
     if args.example is not None:
-        from twinlens.job import example
+        from twinlens.job import example, timedelay
 
         pixelised = args.example == "pixelised"
         # in the home folder, not the working directory (a clone would gain an untracked one)
-        default = "twinlens_example_pixelised" if pixelised else "twinlens_example"
+        default = {
+            "pixelised": "twinlens_example_pixelised",
+            "timedelay": "twinlens_example_timedelay",
+        }.get(args.example, "twinlens_example")
         folder = Path(args.output) if args.output else Path.home() / default
         if pixelised:
             settings = example.PIXELISED_QUICK_SEARCH if args.quick else example.PIXELISED_SEARCH
+        elif args.example == "timedelay":
+            settings = (
+                timedelay.TIMEDELAY_QUICK_SEARCH if args.quick else timedelay.TIMEDELAY_SEARCH
+            )
         else:
             settings = example.QUICK_SEARCH if args.quick else example.EXAMPLE_SEARCH
         search = {"name": "nautilus", **settings, "seed": args.seed}
-        write = example.write_pixelised_example if pixelised else example.write_example
+        write = {
+            "pixelised": example.write_pixelised_example,
+            "timedelay": timedelay.write_timedelay_example,
+        }.get(args.example, example.write_example)
         config_path = write(
             folder,
             seed=args.seed,
@@ -98,7 +108,13 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         return _usage_error(str(err))
     output: Path | None
     if args.example is not None:
-        known = example.PIXELISED_TRUTH if args.example == "pixelised" else example.TRUTH
+        known = {
+            "pixelised": example.PIXELISED_TRUTH,
+            "timedelay": {
+                **timedelay.TIMEDELAY_TRUTH,
+                "point_source.time_delay_distance": timedelay.true_time_delay_distance(),
+            },
+        }.get(args.example, example.TRUTH)
         truths = [known.get(p, float("nan")) for p in config.model.paths]
         output = folder / "fit_output"
     else:
@@ -258,9 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--example",
         nargs="?",
         const="parametric",
-        choices=("parametric", "pixelised"),
+        choices=("parametric", "pixelised", "timedelay"),
         help="simulate the built-in lens and fit it; --example pixelised: an irregular source "
-        "fitted with a pixelised source on a Delaunay mesh",
+        "fitted with a pixelised source on a Delaunay mesh; --example timedelay: a lensed "
+        "quasar's imaging, image positions and delays, reporting H0",
     )
     f.add_argument("--quick", action="store_true", help="with --example: fewer live points")
     f.add_argument("--backend", choices=("numba", "jax"), help="override the file's backend")

@@ -44,7 +44,10 @@ def run_fit(
 
     folder = Path(output) if output is not None else Path(config.output)
     search = search_from_config(**config.search)
-    objective = Objective.build(config.model, config.dataset, config.backend)
+    ps = getattr(config, "point_source", None)
+    objective = Objective.build(
+        config.model, config.dataset, config.backend, None if ps is None else ps.likelihood
+    )
     if progress:
         print(
             f"{config.title}\n{config.model.n_params} free parameters, "

@@ -65,7 +65,7 @@ _PRIORS = {
     "gaussian": (GaussianPrior, 2),
     "truncated_gaussian": (TruncatedGaussianPrior, 4),
 }
-_SECTIONS = ("title", "backend", "output", "dataset", "search", "lens", "source")
+_SECTIONS = ("title", "backend", "output", "dataset", "search", "lens", "source", "point_source")
 _DATASET_KEYS = ("data", "noise_map", "psf", "mask", "pixel_scale", "sub_size", "mask_radius")
 
 
@@ -83,6 +83,30 @@ class FitConfig:
     backend: str = "numba"
     output: Path = Path("twinlens_fit")
     title: str = "twinlens fit"
+    point_source: PointSourceConfig | None = None
+
+
+@dataclass
+class PointSourceConfig:
+    """The ``[point_source]`` table: the likelihood of its data, and the redshifts (and
+    ``Omega_m`` of a flat LambdaCDM) that turn ``D_dt`` into ``H0``, when given."""
+
+    likelihood: Any  # a twinlens.fit.point_source_likelihood.PointSourceLikelihood
+    z_lens: float | None = None
+    z_source: float | None = None
+    omega_m: float = 0.3
+
+    def h0(self, time_delay_distance: Any) -> Any:
+        """``H0`` (km/s/Mpc) of a flat LambdaCDM with ``omega_m`` whose ``D_dt`` is
+        ``time_delay_distance`` (Mpc): every distance scales as ``1 / H0``."""
+        if self.z_lens is None or self.z_source is None:
+            raise ValueError("[point_source] needs z_lens and z_source to give H0")
+        from astropy.cosmology import FlatLambdaCDM
+
+        from twinlens.cosmology import time_delay_distance as d_dt
+
+        reference = d_dt(self.z_lens, self.z_source, FlatLambdaCDM(H0=70.0, Om0=self.omega_m))
+        return 70.0 * reference / np.asarray(time_delay_distance, dtype=float)
 
 
 def _show(value: Any) -> str:
@@ -408,6 +432,168 @@ def _pixelization(params: dict, here: str, path: str, priors: dict) -> Any:
         raise ConfigError(f"{where}.type = {_show(reg_name)}: {err}") from None
 
 
+_PS_DATA = ("positions", "position_sigma", "delays", "delay_sigma", "fluxes", "flux_sigma")
+_PS_PARAMS = ("centre", "flux", "time_delay_distance")
+_PS_KEYS: tuple[str, ...] = (*_PS_DATA, *_PS_PARAMS, "position_likelihood", "solver")
+_PS_KEYS = (*_PS_KEYS, "z_lens", "z_source", "omega_m")
+_SOLVER_KEYS = ("window", "centre", "cells", "max_images", "newton_iterations", "tolerance")
+
+
+def _numbers(raw: Any, where: str, what: str) -> Any:
+    """A number or a (nested) list of numbers, as floats; a ConfigError naming ``where``."""
+
+    def ok(v: Any) -> bool:
+        return _is_number(v) or (isinstance(v, list) and len(v) > 0 and all(map(ok, v)))
+
+    if not ok(raw):
+        raise ConfigError(f"{where} = {_show(raw)}: expected {what}")
+    return np.asarray(raw, dtype=float)
+
+
+def _point_source(table: Any, priors: dict) -> tuple[Any, PointSourceConfig]:
+    """The ``[point_source]`` table: ``(PointSource, PointSourceConfig)``."""
+    from twinlens.fit.lens_equation import ImageSolver
+    from twinlens.fit.point_source_likelihood import (
+        POSITION_LIKELIHOODS,
+        PointSource,
+        PointSourceData,
+        PointSourceLikelihood,
+    )
+
+    if not isinstance(table, dict):
+        raise ConfigError(
+            f"point_source = {_show(table)}: expected a [point_source] table with positions, "
+            "position_sigma and the source's parameters"
+        )
+    unknown = [k for k in table if k not in _PS_KEYS]
+    if unknown:
+        raise ConfigError(
+            f"[point_source].{unknown[0]}: unknown entry; the entries are "
+            f"{', '.join(_PS_KEYS)}{_suggest(unknown[0], _PS_KEYS)}"
+        )
+    for key in ("positions", "position_sigma"):
+        if key not in table:
+            raise ConfigError(
+                f"[point_source].{key} is missing: give the observed image positions "
+                "[[x, y], ...] (arcsec) and their uncertainty position_sigma (arcsec)"
+            )
+    where = "[point_source]"
+    data: dict[str, Any] = {}
+    positions = _numbers(table["positions"], f"{where}.positions", "[[x, y], ...] in arcsec")
+    if positions.ndim != 2 or positions.shape[1] != 2:
+        raise ConfigError(
+            f"{where}.positions = {_show(table['positions'])}: expected a list of [x, y] "
+            "pairs, arcsec"
+        )
+    data["positions"] = positions
+    n = len(positions)
+    for key in _PS_DATA[1:]:
+        if key in table:
+            data[key] = _numbers(table[key], f"{where}.{key}", "a number or a list of numbers")
+    for value, sigma, size in (
+        ("position_sigma", "position_sigma", n),
+        ("delays", "delay_sigma", n - 1),
+        ("fluxes", "flux_sigma", n),
+    ):
+        for key in (value, sigma):
+            if key not in data:
+                continue
+            arr = data[key]
+            if key == value and value != "position_sigma" and sigma not in data:
+                raise ConfigError(f"{where}.{sigma} is missing: {value} need uncertainties")
+            if key == sigma and value not in data:
+                raise ConfigError(f"{where}.{sigma} is given without {value}")
+            if arr.ndim > 1 or (arr.ndim == 1 and len(arr) != size):
+                kind = "one per image" if size == n else "one per image after the first"
+                raise ConfigError(
+                    f"{where}.{key} = {_show(table[key])}: expected {size} numbers ({kind}; "
+                    f"{n} positions are given)" + ("" if key == value else " or one number")
+                )
+            if key == sigma and not np.all(arr > 0):
+                raise ConfigError(f"{where}.{key} = {_show(table[key])}: must be > 0")
+    kind = table.get("position_likelihood", "image")
+    if kind not in POSITION_LIKELIHOODS:
+        raise ConfigError(
+            f"{where}.position_likelihood = {_show(kind)}: choose one of "
+            f"{', '.join(map(_show, POSITION_LIKELIHOODS))}{_suggest(kind, POSITION_LIKELIHOODS)}"
+        )
+    solver_table = table.get("solver", {})
+    if not isinstance(solver_table, dict):
+        raise ConfigError(
+            f"{where}.solver = {_show(solver_table)}: expected a table such as "
+            "{window = 3.0, cells = 151}"
+        )
+    bad = [k for k in solver_table if k not in _SOLVER_KEYS]
+    if bad:
+        raise ConfigError(
+            f"{where}.solver.{bad[0]}: unknown setting; the settings are "
+            f"{', '.join(_SOLVER_KEYS)}{_suggest(bad[0], _SOLVER_KEYS)}"
+        )
+    settings: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in solver_table.items()
+    }
+    try:
+        solver = ImageSolver(**settings) if kind == "image" else None
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{where}.solver: {str(err).replace('ImageSolver.', '')}") from None
+    if "centre" not in table:
+        raise ConfigError(
+            f"{where}.centre is missing: the source position [x, y], arcsec (free: prior "
+            "tables, e.g. [{uniform = [-0.5, 0.5]}, {uniform = [-0.5, 0.5]}])"
+        )
+    if not (isinstance(table["centre"], list) and len(table["centre"]) == 2):
+        raise ConfigError(
+            f"{where}.centre = {_show(table['centre'])}: expected a pair [x, y] of numbers or "
+            "prior tables"
+        )
+    if "delays" in data and "time_delay_distance" not in table:
+        raise ConfigError(
+            f"{where}.time_delay_distance is missing: delays need D_dt (Mpc), e.g. "
+            "time_delay_distance = {uniform = [1000.0, 10000.0]}"
+        )
+    if "fluxes" in data and "flux" not in table:
+        raise ConfigError(
+            f"{where}.flux is missing: fluxes need the source's intrinsic flux, e.g. "
+            "flux = {log_uniform = [0.01, 100.0]}"
+        )
+    values = {
+        key: _value(table[key], f"{where}.{key}", priors, f"point_source.{key}")
+        for key in _PS_PARAMS
+        if key in table
+    }
+    try:
+        point_source = PointSource(**values)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{where}: {str(err).replace('PointSource.', '')}") from None
+    try:
+        likelihood = PointSourceLikelihood(
+            PointSourceData(**data),
+            kind,
+            solver,  # type: ignore[arg-type]
+        )
+    except (TypeError, ValueError) as err:
+        message = str(err).replace("PointSourceData.", "").replace("PointSourceLikelihood", "")
+        raise ConfigError(f"{where}: {message.lstrip(': ')}") from None
+    cosmo: dict[str, Any] = {}
+    for key in ("z_lens", "z_source", "omega_m"):
+        if key in table:
+            if not _is_number(table[key]):
+                raise ConfigError(f"{where}.{key} = {_show(table[key])}: expected a number")
+            cosmo[key] = float(table[key])
+    if ("z_lens" in cosmo) != ("z_source" in cosmo):
+        raise ConfigError(f"{where}: give both z_lens and z_source (to report H0), or neither")
+    if "z_lens" in cosmo:
+        from twinlens.cosmology import lens_distances
+
+        try:
+            lens_distances(cosmo["z_lens"], cosmo["z_source"])
+        except ValueError as err:
+            raise ConfigError(f"{where}: {err}") from None
+    if not 0.0 < cosmo.get("omega_m", 0.3) <= 1.0:
+        raise ConfigError(f"{where}.omega_m = {_show(table['omega_m'])}: must be in (0, 1]")
+    return point_source, PointSourceConfig(likelihood, **cosmo)
+
+
 def _toml_path(message: str) -> str:
     """A message naming tracer paths (``sources[0].light``) in TOML terms (``source[0]``)."""
     return message.replace("lenses[", "lens[").replace("sources[", "source[")
@@ -628,11 +814,14 @@ def parse_config(
     sources = _galaxies(data.get("source"), "source", priors)
     if not lenses or not sources:
         raise ConfigError("the model needs at least one [[lens]] and one [[source]]")
+    point_source, ps_config = None, None
+    if "point_source" in data:
+        point_source, ps_config = _point_source(data["point_source"], priors)
     if not priors:
         raise ConfigError("no free parameter: give at least one parameter a prior table")
     tracer = Tracer(lenses, sources)
     _check_pixelised(tracer, priors)
-    model = Model(tracer, tuple(priors.items()))
+    model = Model(tracer, tuple(priors.items()), point_source)
     search = _search(data.get("search"), backend, model.n_params)
     output = Path(data.get("output", "twinlens_fit"))
     return FitConfig(
@@ -642,6 +831,7 @@ def parse_config(
         backend=backend,
         output=output if output.is_absolute() else base / output,
         title=data.get("title", "twinlens fit"),
+        point_source=ps_config,
     )
 
 

@@ -295,6 +295,23 @@ def write_results(
             "n_samples": int(finite.sum()),
         }
     }
+    point_config = getattr(config, "point_source", None)
+    h0_samples = None
+    d_dt_path = "point_source.time_delay_distance"
+    if point_config is not None and d_dt_path in model.paths:
+        d_dt = result.samples[:, model.paths.index(d_dt_path)]
+        derived["time_delay_distance"] = _stats(
+            d_dt, point, "time-delay distance D_dt = (1 + z_d) D_d D_s / D_ds, Mpc"
+        )
+        if point_config.z_lens is not None:
+            h0_samples = np.asarray(point_config.h0(d_dt), dtype=float)
+            derived["h0"] = _stats(
+                h0_samples,
+                point,
+                f"H0 of flat LambdaCDM (Omega_m = {point_config.omega_m}) whose D_dt at "
+                f"z_lens = {point_config.z_lens}, z_source = {point_config.z_source} is the "
+                "sampled one, km/s/Mpc",
+            )
     best = model.instance(result.max_likelihood)
     fit = FitImaging(dataset, best, "numpy")
     solved = fit.solved_tracer
@@ -315,6 +332,20 @@ def write_results(
             flags=flags,
         )
     )
+
+    for key, unit in (("time_delay_distance", "Mpc"), ("h0", "km/s/Mpc")):
+        if key in derived:
+            stats: dict[str, Any] = derived[key]
+            name = "D_dt" if key == "time_delay_distance" else "H0"
+            if stats["lower_68"] is None:
+                line = f"{name} = {stats['median']:.5g} {unit}\n"
+            else:
+                line = (
+                    f"{name} = {stats['median']:.5g} +{stats['upper_68'] - stats['median']:.3g} "
+                    f"-{stats['median'] - stats['lower_68']:.3g} {unit} (68%)\n"
+                )
+            with files["summary"].open("a") as f:
+                f.write(line)
 
     med = result.medians()
     lo, hi = result.intervals(0.68)
@@ -385,6 +416,17 @@ def write_results(
             files["fit_plot"] = pixelised.plot_pixelised_fit(fit, output / "fit.png")
         box = (-extent_half, extent_half, -extent_half, extent_half)
         files["lens_plot"] = plots.plot_lens(solved, box, output / "lens.png")
+        if point_config is not None:
+            from twinlens.job.timedelay import plot_time_delay_fit
+
+            files["point_source_plot"] = plot_time_delay_fit(
+                fit,
+                solved,
+                model.point_source_instance(result.max_likelihood),
+                point_config.likelihood.data,
+                h0_samples,
+                output / "point_source.png",
+            )
         if not point and len(result.samples) > model.n_params:  # a corner needs a cloud
             say(f"corner plot of {len(result.samples)} samples")
             files["corner_plot"] = plots.plot_corner(
@@ -402,19 +444,37 @@ def write_results(
         from twinlens.export import to_coolest
 
         say("COOLEST export")
-        posterior = {path: result.samples[:, i] for i, path in enumerate(model.paths)}
+        posterior = {  # COOLEST describes the lens and the sources, not a point source
+            path: result.samples[:, i]
+            for i, path in enumerate(model.paths)
+            if not path.startswith("point_source.")
+        }
         files["coolest"] = Path(
             to_coolest(
                 solved,
                 output / "coolest.json",
                 dataset=dataset,
                 posterior=posterior,
-                priors=model.priors,
+                priors=tuple(p for p in model.priors if not p[0].startswith("point_source.")),
             )
         )
     except (ImportError, ValueError, TypeError, NotImplementedError) as err:
         warnings.warn(f"no COOLEST file written: {err}", RuntimeWarning, stacklevel=2)
     return files
+
+
+def _stats(values: np.ndarray, point: bool, definition: str) -> dict:
+    """Median and central 68% interval of derived ``values`` (no interval for a point
+    estimate)."""
+    finite = values[np.isfinite(values)]
+    some = finite.size > 0
+    return {
+        "definition": definition,
+        "median": float(np.median(finite)) if some else None,
+        "lower_68": None if point or not some else float(np.percentile(finite, 16)),
+        "upper_68": None if point or not some else float(np.percentile(finite, 84)),
+        "n_samples": int(finite.size),
+    }
 
 
 #: Arrays in a search's ``info`` up to this size go into result.json (autocorrelation times,

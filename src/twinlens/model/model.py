@@ -45,13 +45,20 @@ _LABELS = {
     "scale_radius": r"r_s",
     "core_radius": r"r_c",
     "coefficient": r"\lambda",  # a pixelised source's regularisation coefficient
+    "time_delay_distance": r"D_{\Delta t}",
+    "flux": "F",
 }
+
+#: the prefix of a point source's parameter paths (``point_source.centre[0]``)
+POINT_SOURCE = "point_source."
 
 
 def latex_label(path: str) -> str:
     r"""A LaTeX label for a parameter path, e.g. ``\theta_{\rm E}^{\rm lens\,0\,m0}``."""
     head, _, last = path.rpartition(".")
     name = _LABELS.get(last, last.replace("_", r"\_"))
+    if head == "point_source":
+        return f"{name}^{{\\rm ps}}"
     where = head.replace("lenses", "L").replace("sources", "S").replace(".mass", "m")
     where = where.replace(".light", "l").replace(".pixelization.regularization", "pix")
     where = where.replace("[", "").replace("]", "")
@@ -94,10 +101,15 @@ class Model(ValueIdentity):
     priors : tuple of (path, Prior) pairs, or a dict
         The free parameters in vector order, e.g.
         ``{"lenses[0].mass[0].einstein_radius": UniformPrior(0.5, 2.0)}``.
+    point_source : PointSource, optional
+        A lensed point source's parameters
+        (:class:`~twinlens.fit.point_source_likelihood.PointSource`), named by paths that start
+        with ``point_source.`` (``point_source.time_delay_distance``).
     """
 
     tracer: Tracer = static_field()
     priors: Any = static_field(default=())
+    point_source: Any = static_field(default=None)
 
     def __post_init__(self) -> None:
         if isinstance(self.priors, dict):
@@ -108,8 +120,16 @@ class Model(ValueIdentity):
             raise TypeError(f"Model.tracer must be a Tracer, got {type(self.tracer).__name__}")
         if not self.priors:
             raise ValueError("Model.priors is empty: give at least one free parameter a prior")
+        if self.point_source is not None:
+            from twinlens.fit.point_source_likelihood import PointSource
+
+            if not isinstance(self.point_source, PointSource):
+                raise TypeError(
+                    "Model.point_source must be a PointSource, got "
+                    f"{type(self.point_source).__name__}"
+                )
         seen = set()
-        free_paths = set(parameter_paths(self.tracer))
+        free_paths = set(self.scalar_paths())
         for item in self.priors:
             if len(item) != 2 or not isinstance(item[0], str) or not isinstance(item[1], Prior):
                 raise TypeError(f"Model.priors entries must be (path, Prior) pairs, got {item!r}")
@@ -117,7 +137,7 @@ class Model(ValueIdentity):
             if path in seen:
                 raise ValueError(f"Model.priors names {path!r} twice")
             seen.add(path)
-            value = get_path(self.tracer, path)  # a clear KeyError for a bad path
+            value = self.value(path)  # a clear KeyError for a bad path
             if path not in free_paths:  # an array, or a class constant such as a linear
                 raise ValueError(  # profile's unit intensity
                     f"{path!r} is not a scalar parameter field of the tracer (it holds "
@@ -129,6 +149,27 @@ class Model(ValueIdentity):
                 )
 
     # -- names ---------------------------------------------------------------------------
+
+    def scalar_paths(self) -> list[str]:
+        """Every scalar parameter: the tracer's, then the point source's."""
+        paths = parameter_paths(self.tracer)
+        if self.point_source is not None:
+            paths += [POINT_SOURCE + p for p in parameter_paths(self.point_source)]
+        return paths
+
+    def value(self, path: str) -> Any:
+        """The value at ``path`` (in the tracer, or in the point source for
+        ``point_source.`` paths)."""
+        if path.startswith(POINT_SOURCE):
+            if self.point_source is None:
+                raise KeyError(f"{path!r}: the model has no point source")
+            return get_path(self.point_source, path[len(POINT_SOURCE) :])
+        return get_path(self.tracer, path)
+
+    @property
+    def tracer_paths(self) -> tuple[str, ...]:
+        """The free parameters of the tracer, in vector order."""
+        return tuple(p for p in self.paths if not p.startswith(POINT_SOURCE))
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -148,7 +189,7 @@ class Model(ValueIdentity):
     @property
     def start(self) -> np.ndarray:
         """The tracer's own values of the free parameters."""
-        return np.array([float(get_path(self.tracer, p)) for p in self.paths])
+        return np.array([float(self.value(p)) for p in self.paths])
 
     # -- vectors -------------------------------------------------------------------------
 
@@ -191,7 +232,9 @@ class Model(ValueIdentity):
                 return ("object", (type(value), named))
             return value_key(value, path)
 
-        return walk(self.tracer, "")
+        if self.point_source is None:
+            return walk(self.tracer, "")
+        return (walk(self.tracer, ""), walk(self.point_source, POINT_SOURCE[:-1]))
 
     def instance(self, vector: Any) -> Tracer:
         """The tracer at ``vector`` (fixed values stay as they are; raises a clear error for
@@ -199,4 +242,20 @@ class Model(ValueIdentity):
         v = np.asarray(vector, dtype=float).reshape(-1)
         if v.size != self.n_params:
             raise ValueError(f"vector needs {self.n_params} entries, got {v.size}")
-        return set_paths(self.tracer, dict(zip(self.paths, map(float, v), strict=True)), False)
+        values = {
+            p: float(x)
+            for p, x in zip(self.paths, v, strict=True)
+            if not p.startswith(POINT_SOURCE)
+        }
+        return set_paths(self.tracer, values, False)
+
+    def point_source_instance(self, vector: Any) -> Any:
+        """The point source at ``vector`` (None when the model has none)."""
+        if self.point_source is None:
+            return None
+        v = np.asarray(vector, dtype=float).reshape(-1)
+        n = len(POINT_SOURCE)
+        values = {
+            p[n:]: float(x) for p, x in zip(self.paths, v, strict=True) if p[:n] == POINT_SOURCE
+        }
+        return set_paths(self.point_source, values, False)

@@ -127,14 +127,15 @@ class Objective:
     ----------
     model : Model
         The free parameters (in vector order), their priors and the fixed values.
-    likelihood : ImagingLikelihood
-        ``log L`` of parameter vectors in the model's order (see :meth:`build`).
+    likelihood : ImagingLikelihood or JointLikelihood
+        ``log L`` of parameter vectors in the model's order (see :meth:`build`); a
+        :class:`~twinlens.batch.joint.JointLikelihood` adds a lensed point source's.
     backend : str
         ``"numba"``, ``"jax"`` or ``"numpy"``.
     """
 
     model: Model
-    likelihood: ImagingLikelihood
+    likelihood: Any  # an ImagingLikelihood, or a JointLikelihood with a point source
     backend: str
 
     def __post_init__(self) -> None:
@@ -146,10 +147,30 @@ class Objective:
             )
 
     @classmethod
-    def build(cls, model: Model, dataset: Any, backend: str | None = None) -> Objective:
+    def build(
+        cls,
+        model: Model,
+        dataset: Any,
+        backend: str | None = None,
+        point_source: Any = None,
+    ) -> Objective:
         """The objective of ``model`` fitted to the imaging ``dataset`` on ``backend``
-        (default: the process default backend)."""
-        likelihood = ImagingLikelihood(dataset, model.tracer, model.paths)
+        (default: the process default backend); with a ``point_source`` likelihood
+        (:class:`~twinlens.fit.point_source_likelihood.PointSourceLikelihood`) and a model with
+        a point source, the two log-likelihoods are added."""
+        if (point_source is None) != (model.point_source is None):
+            raise ValueError(
+                "Objective.build: a point-source likelihood needs a model with a point source "
+                "(Model(..., point_source=PointSource(...))), and the reverse"
+            )
+        if point_source is None:
+            likelihood: Any = ImagingLikelihood(dataset, model.tracer, model.paths)
+        else:
+            from twinlens.batch.joint import JointLikelihood
+
+            likelihood = JointLikelihood(
+                dataset, model.tracer, model.point_source, point_source, model.paths
+            )
         return cls(model, likelihood, resolve_backend(backend))
 
     # -- the model's side ----------------------------------------------------------------
@@ -210,6 +231,9 @@ class Objective:
         record = {"free parameters": ", ".join(self.paths)}
         record.update({key: value_digest(value, key).hex() for key, value in parts.items()})
         record["model"] = key_digest(self.model.fixed_key()).hex()
+        point_source = getattr(self.likelihood, "point_source_likelihood", None)
+        if point_source is not None:
+            record["point source"] = value_digest(point_source, "point source").hex()
         record.update({f"prior of {path}": repr(prior) for path, prior in self.model.priors})
         return record
 

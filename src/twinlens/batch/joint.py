@@ -1,0 +1,236 @@
+"""The joint log-likelihood of imaging and a lensed point source, on parameter vectors.
+
+:class:`JointLikelihood` adds the point-source log-likelihood
+(:class:`~twinlens.fit.point_source_likelihood.PointSourceLikelihood`: image positions, fluxes,
+time delays) to the imaging one (:class:`~twinlens.batch.likelihood.ImagingLikelihood`), the
+two sharing the lens. A vector holds the free parameters of the tracer and of the point source
+(paths ``point_source.centre[0]``, ``point_source.time_delay_distance``...). Like the imaging
+likelihood it is frozen and value-hashed (one JAX program per likelihood and chunk shape), and
+an out-of-range vector (a negative ``D_dt``, ``|e| >= 1``) gives ``-inf``, never an exception
+or NaN.
+
+On numba and numpy the imaging term runs in batches as usual and the point-source term one
+vector at a time (solving the lens equation is per lens); on JAX the single evaluation is
+``jit(vmap(...))``-ed over chunks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from twinlens import memo
+from twinlens.backend import resolve_backend
+from twinlens.batch.likelihood import ImagingLikelihood, _jax_batch, _jax_single, vmap_width
+from twinlens.fields import ValueIdentity, static_field
+from twinlens.fit.imaging import Imaging
+from twinlens.fit.lens_equation import _serial_when_small
+from twinlens.fit.point_source_likelihood import PointSource, PointSourceLikelihood
+from twinlens.fit.tracer import Tracer
+from twinlens.model.model import POINT_SOURCE
+from twinlens.model.paths import get_path, parameter_paths, set_paths
+from twinlens.profiles.checks import collect_validity
+
+__all__ = ["JointLikelihood"]
+
+#: vectors per JAX chunk (a power of two; padded with the reference vector)
+JAX_CHUNK = 64
+
+
+@dataclass(frozen=True, eq=False)
+class JointLikelihood(ValueIdentity):
+    """``log L(vector) = log L_imaging + log L_point_source``.
+
+    Parameters
+    ----------
+    dataset : Imaging or None
+        The imaging data; None fits the point source alone.
+    model : Tracer
+        The lens (and sources): every value, the free ones replaced from each vector.
+    point_source : PointSource
+        The point source's values, the free ones replaced from each vector.
+    point_source_likelihood : PointSourceLikelihood
+        The point-source data and how its positions are scored.
+    free : tuple of str
+        Free parameter paths in vector order: the tracer's, and ``point_source.``-prefixed ones.
+    """
+
+    dataset: Any = static_field()
+    model: Tracer = static_field()
+    point_source: PointSource = static_field()
+    point_source_likelihood: PointSourceLikelihood = static_field()
+    free: tuple = static_field(default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "free", tuple(self.free))
+        super().__post_init__()
+        if self.dataset is not None and not isinstance(self.dataset, Imaging):
+            raise TypeError("JointLikelihood.dataset must be an Imaging or None")
+        if not isinstance(self.model, Tracer):
+            raise TypeError("JointLikelihood.model must be a Tracer")
+        if not isinstance(self.point_source, PointSource):
+            raise TypeError("JointLikelihood.point_source must be a PointSource")
+        if not isinstance(self.point_source_likelihood, PointSourceLikelihood):
+            raise TypeError(
+                "JointLikelihood.point_source_likelihood must be a PointSourceLikelihood"
+            )
+        if not self.free:
+            raise ValueError("JointLikelihood.free is empty: name at least one free parameter")
+        if len(set(self.free)) != len(self.free):
+            raise ValueError(f"JointLikelihood.free repeats a path: {self.free}")
+        for path in self.free:
+            value = self._get(path)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise ValueError(f"{path!r} is not a scalar parameter (it holds {value!r})")
+
+    def _get(self, path: str) -> Any:
+        if path.startswith(POINT_SOURCE):
+            return get_path(self.point_source, path[len(POINT_SOURCE) :])
+        return get_path(self.model, path)
+
+    # -- the parts -----------------------------------------------------------------------------
+
+    @property
+    def n_params(self) -> int:
+        """The number of free parameters."""
+        return len(self.free)
+
+    @property
+    def reference(self) -> np.ndarray:
+        """The model's own values of the free parameters (valid by construction)."""
+        return np.array([float(self._get(p)) for p in self.free])
+
+    @property
+    def _tracer_columns(self) -> list[int]:
+        return [i for i, p in enumerate(self.free) if not p.startswith(POINT_SOURCE)]
+
+    @property
+    def imaging(self) -> ImagingLikelihood | None:
+        """The imaging likelihood of the tracer's free parameters (None without a dataset)."""
+        if self.dataset is None:
+            return None
+        tracer_free = tuple(self.free[i] for i in self._tracer_columns)
+        # with no free lens or source parameter the imaging term is a constant: every scalar
+        # is then passed at its own value
+        return ImagingLikelihood(self.dataset, self.model, tracer_free)
+
+    def _split(self, vector: Any) -> tuple[dict, dict]:
+        tracer, point = {}, {}
+        n = len(POINT_SOURCE)
+        for j, p in enumerate(self.free):
+            if p.startswith(POINT_SOURCE):
+                point[p[n:]] = vector[j]
+            else:
+                tracer[p] = vector[j]
+        return tracer, point
+
+    def instances(self, vector: Any) -> tuple[Tracer, PointSource]:
+        """The tracer and point source at ``vector`` (a clear error when out of range)."""
+        v = self._check_vectors(np.atleast_2d(np.asarray(vector, dtype=float)))[0]
+        tracer, point = self._split([float(x) for x in v])
+        return set_paths(self.model, tracer, False), set_paths(self.point_source, point, False)
+
+    def _check_vectors(self, values: np.ndarray) -> np.ndarray:
+        if values.ndim != 2 or values.shape[1] != self.n_params:
+            raise ValueError(
+                f"vectors must have shape (n_batch, {self.n_params}) for the free parameters "
+                f"{self.free}, got {values.shape}"
+            )
+        return values
+
+    # -- evaluation ----------------------------------------------------------------------------
+
+    def __call__(self, vector: Any, backend: str | None = None) -> float:
+        """``log L`` at one vector (``-inf`` outside the valid ranges)."""
+        return float(self.batch(np.atleast_2d(np.asarray(vector, dtype=float)), backend)[0])
+
+    def batch(self, vectors: Any, backend: str | None = None, **settings: Any) -> np.ndarray:
+        """``log L`` of each row of ``vectors (n_batch, n_params)``, ``(n_batch,)``.
+        ``settings`` (``memory_budget``, ``chunk_size``, ``progress``) go to the imaging
+        likelihood's batches."""
+        backend = resolve_backend(backend)
+        values = self._check_vectors(np.asarray(vectors, dtype=float))
+        if backend == "jax":
+            out = np.concatenate(
+                [
+                    self._jax_chunk(values[i : i + JAX_CHUNK])
+                    for i in range(0, len(values), JAX_CHUNK)
+                ]
+            )
+        else:
+            out = self._point_source_rows(values, backend)
+            imaging = self.imaging
+            if imaging is not None:
+                columns = self._tracer_columns
+                if columns:
+                    out = out + imaging.batch(values[:, columns], backend, **settings)
+                else:
+                    out = out + imaging(imaging.reference, backend)
+        out = np.asarray(out, dtype=float)
+        out[np.isnan(out)] = -np.inf  # never reaches a sampler (none is expected)
+        return out
+
+    def _point_source_rows(self, values: np.ndarray, backend: str) -> np.ndarray:
+        # a few points per kernel call: on one numba thread (waking the others costs more)
+        with _serial_when_small(1, backend):
+            return self._rows(values, backend)
+
+    def _rows(self, values: np.ndarray, backend: str) -> np.ndarray:
+        out = np.empty(len(values))
+        for i, v in enumerate(values):
+            if not np.all(np.isfinite(v)):
+                out[i] = -np.inf
+                continue
+            tracer_values, point_values = self._split([float(x) for x in v])
+            try:
+                tracer = set_paths(self.model, tracer_values, False)
+                point = set_paths(self.point_source, point_values, False)
+            except (TypeError, ValueError):  # outside a parameter's range
+                out[i] = -np.inf
+                continue
+            with np.errstate(all="ignore"):
+                out[i] = float(self.point_source_likelihood.log_likelihood(tracer, point, backend))
+        return out
+
+    def _jax_chunk(self, values: np.ndarray) -> np.ndarray:
+        n = values.shape[0]
+        size = JAX_CHUNK if n > 1 else 1
+        if n < size:
+            values = np.concatenate([values, np.repeat(self.reference[None, :], size - n, 0)])
+        if size == 1:
+            return np.atleast_1d(np.asarray(_jax_single()(self, values[0], memo.enabled())))
+        return np.asarray(_jax_batch()(self, values, vmap_width(), memo.enabled()))[:n]
+
+    def _single_jax(self, vector: Any) -> Any:
+        """``log L`` of one vector, JAX-traceable (``-inf`` outside the valid ranges)."""
+        from twinlens.backend import jax_runtime
+
+        jnp = jax_runtime.load().numpy
+        tracer_values, point_values = self._split(vector)
+        with collect_validity() as conditions:
+            set_paths(self.model, tracer_values, False)
+            set_paths(self.point_source, point_values, False)
+        valid = jnp.all(jnp.isfinite(vector))
+        for c in conditions:
+            valid = valid & jnp.all(c)
+        safe = jnp.where(valid, vector, jnp.asarray(self.reference))
+        tracer_values, point_values = self._split(safe)
+        tracer = set_paths(self.model, tracer_values, False)
+        point = set_paths(self.point_source, point_values, False)
+        total = self.point_source_likelihood.log_likelihood(tracer, point, "jax")
+        imaging = self.imaging
+        if imaging is not None:
+            columns = self._tracer_columns
+            if columns:
+                total = total + imaging._single_jax(safe[jnp.asarray(columns)])
+            else:
+                total = total + imaging(imaging.reference, "numba")
+        return jnp.where(valid, total, -jnp.inf)
+
+    def scalar_paths(self) -> list[str]:
+        """Every scalar parameter of the model and the point source."""
+        return parameter_paths(self.model) + [
+            POINT_SOURCE + p for p in parameter_paths(self.point_source)
+        ]

@@ -1,0 +1,385 @@
+"""Log-likelihoods of a lensed point source: image positions, flux ratios and time delays.
+
+The data (:class:`PointSourceData`) are the observed image positions ``theta_i`` with their
+positional uncertainties ``sigma_i`` (arcsec), and optionally the time delays of images
+``1..n-1`` relative to image 0 (days) and the image fluxes, each with uncertainties. The
+parameters (:class:`PointSource`) are the source position ``beta``, its intrinsic flux ``F`` and
+the time-delay distance ``D_dt`` (Mpc). Each term is ``-chi^2 / 2`` (Gaussian errors, no
+normalising constant); :class:`PointSourceLikelihood` sums the terms that have data.
+
+**Image positions, in the image plane** (``positions = "image"``). The model images of
+``beta`` are found with an :class:`~twinlens.fit.lens_equation.ImageSolver`; observed image
+``i`` is paired with model image ``p(i)`` by the assignment (each model image used at most once)
+that minimises
+
+    ``chi^2 = sum_i |theta_i - theta_model,p(i)|^2 / sigma_i^2``.
+
+When the lens makes a different number of images than were observed, the log-likelihood is
+``-inf`` (a missing or extra image is no fit at all); it is never NaN. The images are found by a
+grid search, so this term is not differentiable in the lens parameters.
+
+**Image positions, in the source plane** (``positions = "source"``). Each observed image is
+ray-traced back, ``beta_i = theta_i - alpha(theta_i)``. To first order a displacement
+``delta beta`` in the source plane moves the image by ``A_i^-1 delta beta``, with
+``A_i = I - H(theta_i)`` the lens-mapping Jacobian at the image (``H`` the hessian of the
+potential). The image-plane offset of image ``i`` is therefore approximately
+``A_i^-1 (beta_i - beta)``, and
+
+    ``chi^2 = sum_i |A_i^-1 (beta_i - beta)|^2 / sigma_i^2``.
+
+No images are solved for, so it is cheap and differentiable. It agrees with the image-plane
+chi^2 when the offsets are small compared with the scale on which ``A`` changes. (Weighting
+``|beta_i - beta|^2`` by the magnification ``|det A_i^-1|``, as some codes do, is the
+direction-average of this form for a nearly isotropic ``A``; the form here keeps the direction:
+an offset along the tangential arc is stretched, one along the radius is not.)
+
+**Flux ratios.** The model flux of image ``i`` is ``F |mu_i|``, ``mu_i = 1 / det A_i`` at the
+observed position, and ``chi^2 = sum_i (f_i - F |mu_i|)^2 / sigma_f,i^2``.
+
+**Time delays.** The Fermat potential ``phi_i = |theta_i - beta|^2 / 2 - psi(theta_i)`` at the
+observed positions (:func:`~twinlens.fit.point_sources.fermat_potential`) gives the delays
+``Delta t_i = D_dt / c (phi_i - phi_0)`` (:func:`~twinlens.cosmology.time_delay_days`), and
+``chi^2 = sum_{i >= 1} (Delta t_i,obs - Delta t_i)^2 / sigma_t,i^2``.
+
+All terms run on numba, numpy and JAX (``jit``; the source-plane, flux and delay terms also
+``grad``), with the same values.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from twinlens.backend import array_module, resolve_backend
+from twinlens.cosmology import DAYS_PER_MPC_ARCSEC2
+from twinlens.fields import ValueIdentity, static_field
+from twinlens.fit.lens_equation import ImageSolver
+from twinlens.fit.tracer import Tracer
+from twinlens.profiles.base import _numbers
+from twinlens.profiles.checks import check_pair, check_positive
+
+__all__ = [
+    "POSITION_LIKELIHOODS",
+    "PointSource",
+    "PointSourceData",
+    "PointSourceLikelihood",
+    "flux_chi_squared",
+    "image_plane_chi_squared",
+    "model_delays",
+    "source_plane_chi_squared",
+    "time_delay_chi_squared",
+]
+
+#: the ways of scoring image positions
+POSITION_LIKELIHOODS = ("image", "source", "none")
+#: a masked (absent) model image is this far away, arcsec^2 / sigma^2 (finite: no inf - inf)
+_ABSENT = 1e30
+#: the assignment of observed to model images is searched exhaustively up to this many maps
+_MAX_ASSIGNMENTS = 40_320
+
+
+@dataclass(frozen=True, eq=False)
+class PointSource(ValueIdentity):
+    """The parameters of a lensed point source.
+
+    Parameters
+    ----------
+    centre : (float, float)
+        Source position ``beta = (x, y)``, arcsec.
+    flux : float
+        Intrinsic (unlensed) flux, in the units of the measured fluxes, > 0 (used only by the
+        flux term).
+    time_delay_distance : float
+        ``D_dt = (1 + z_d) D_d D_s / D_ds``, Mpc, > 0 (used only by the time-delay term).
+    """
+
+    centre: tuple[Any, Any] = (0.0, 0.0)
+    flux: Any = 1.0
+    time_delay_distance: Any = 5000.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_pair(self, "centre", self.centre)
+        check_positive(self, "flux", self.flux)
+        check_positive(self, "time_delay_distance", self.time_delay_distance)
+
+
+def _array(name: str, value: Any, shape: tuple[int, ...], positive: bool) -> np.ndarray:
+    """``value`` as a float array of ``shape`` (a scalar is broadcast), finite (and > 0 when
+    ``positive``); a clear ValueError naming ``name`` otherwise."""
+    try:
+        arr = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"PointSourceData.{name} must be real numbers, got {value!r}") from None
+    if isinstance(value, bool) or np.asarray(value).dtype.kind not in "iuf":
+        raise ValueError(f"PointSourceData.{name} must be real numbers, got {value!r}")
+    if arr.ndim == 0:
+        arr = np.full(shape, float(arr))
+    if arr.shape != shape:
+        raise ValueError(f"PointSourceData.{name} must have shape {shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"PointSourceData.{name} must be finite, got {value!r}")
+    if positive and not np.all(arr > 0):
+        raise ValueError(f"PointSourceData.{name} must be > 0 (an uncertainty), got {value!r}")
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class PointSourceData(ValueIdentity):
+    """Measurements of the images of one point source.
+
+    Parameters
+    ----------
+    positions : array, (n, 2)
+        Observed image positions ``(x, y)``, arcsec, ``n >= 1``. Image 0 is the reference of
+        the delays.
+    position_sigma : float or array (n,)
+        Positional uncertainty of each image, arcsec, > 0.
+    delays : array (n - 1,), optional
+        Time delays of images ``1..n-1`` relative to image 0, ``t_i - t_0``, days (positive
+        when image ``i`` arrives after image 0).
+    delay_sigma : float or array (n - 1,), optional
+        Their uncertainties, days, > 0 (required with ``delays``).
+    fluxes : array (n,), optional
+        Measured image fluxes (any unit, the source's ``flux`` is in the same one).
+    flux_sigma : float or array (n,), optional
+        Their uncertainties, > 0 (required with ``fluxes``).
+    """
+
+    positions: Any = static_field()
+    position_sigma: Any = static_field()
+    delays: Any = static_field(default=None)
+    delay_sigma: Any = static_field(default=None)
+    fluxes: Any = static_field(default=None)
+    flux_sigma: Any = static_field(default=None)
+
+    def __post_init__(self) -> None:
+        pos = np.asarray(self.positions)
+        if pos.dtype.kind not in "iuf" or pos.ndim != 2 or pos.shape[1] != 2 or pos.shape[0] < 1:
+            raise ValueError(
+                "PointSourceData.positions must be real (x, y) pairs of shape (n, 2), n >= 1, "
+                f"got {self.positions!r}"
+            )
+        n = pos.shape[0]
+        set_ = object.__setattr__
+        set_(self, "positions", _array("positions", pos, (n, 2), False))
+        set_(self, "position_sigma", _array("position_sigma", self.position_sigma, (n,), True))
+        for value, sigma, shape in (
+            ("delays", "delay_sigma", (n - 1,)),
+            ("fluxes", "flux_sigma", (n,)),
+        ):
+            given, given_sigma = getattr(self, value), getattr(self, sigma)
+            if given is None and given_sigma is None:
+                continue
+            if given is None or given_sigma is None:
+                missing = value if given is None else sigma
+                raise ValueError(f"PointSourceData.{missing} is needed with {value}")
+            if value == "delays" and n < 2:
+                raise ValueError("PointSourceData.delays need at least two images")
+            set_(self, value, _array(value, given, shape, False))
+            set_(self, sigma, _array(sigma, given_sigma, shape, True))
+        super().__post_init__()
+
+    @property
+    def n_images(self) -> int:
+        """The number of observed images."""
+        return int(self.positions.shape[0])
+
+
+# -- the terms, as functions of a tracer, the parameters and the data ----------------------
+
+
+def _backend_for(tracer: Tracer, point_source: PointSource, backend: str | None) -> str:
+    return resolve_backend(backend, *_numbers(tracer), *_numbers(point_source))
+
+
+def _inverse_jacobians(tracer: Tracer, xy: Any, backend: str) -> tuple[Any, ...]:
+    """At each of ``xy (n, 2)``: ``(a11, a12, a22, det)`` of ``A = I - H``."""
+    xp = array_module(backend)
+    h = tracer.hessian(xy, backend)
+    a11, a12, a22 = 1.0 - h[..., 0, 0], -h[..., 0, 1], 1.0 - h[..., 1, 1]
+    det = a11 * a22 - a12 * a12
+    # exactly on a critical curve: a huge (finite) value, never a division by zero
+    det = xp.where(xp.abs(det) < 1e-300, xp.where(det < 0, -1e-300, 1e-300), det)
+    return a11, a12, a22, det
+
+
+def source_plane_chi_squared(
+    tracer: Tracer, point_source: PointSource, data: PointSourceData, backend: str | None = None
+) -> Any:
+    """``sum_i |A_i^-1 (beta_i - beta)|^2 / sigma_i^2`` (see the module), a scalar."""
+    b = _backend_for(tracer, point_source, backend)
+    xp = array_module(b)
+    theta = xp.asarray(data.positions)
+    beta_i = tracer.source_plane(theta, b)
+    dx = beta_i[:, 0] - point_source.centre[0]
+    dy = beta_i[:, 1] - point_source.centre[1]
+    a11, a12, a22, det = _inverse_jacobians(tracer, theta, b)
+    ex = (a22 * dx - a12 * dy) / det
+    ey = (a11 * dy - a12 * dx) / det
+    return xp.sum((ex * ex + ey * ey) / xp.asarray(data.position_sigma) ** 2)
+
+
+@cache
+def _assignments(n_observed: int, n_slots: int) -> np.ndarray:
+    """Every injective map of ``n_observed`` observed images to ``n_slots`` model slots,
+    ``(n_maps, n_observed)``."""
+    return np.array(list(itertools.permutations(range(n_slots), n_observed)), dtype=np.int64)
+
+
+def image_plane_chi_squared(
+    tracer: Tracer,
+    point_source: PointSource,
+    data: PointSourceData,
+    solver: ImageSolver,
+    backend: str | None = None,
+) -> Any:
+    """The image-plane positional chi^2 (see the module): ``inf`` (numba, numpy) or a value
+    of at least ``1e30`` (JAX) when the model has a different number of images than were
+    observed or one image cannot be paired."""
+    b = _backend_for(tracer, point_source, backend)
+    xp = array_module(b)
+    beta = xp.stack([xp.asarray(point_source.centre[0]), xp.asarray(point_source.centre[1])])
+    images = solver.solve(tracer, beta * 1.0, b)
+    n, m = data.n_images, solver.max_images
+    theta = xp.asarray(data.positions)
+    sigma2 = xp.asarray(data.position_sigma)[:, None] ** 2
+    d = theta[:, None, :] - images.positions[None, :, :]
+    cost = (d[..., 0] ** 2 + d[..., 1] ** 2) / sigma2  # (n, m)
+    cost = xp.where(images.mask[None, :], cost, _ABSENT)
+    if n > m:
+        total = xp.asarray(_ABSENT) + 0.0 * xp.sum(cost)
+    elif math.perm(m, n) <= _MAX_ASSIGNMENTS:
+        maps = _assignments(n, m)
+        total = xp.min(xp.sum(cost[np.arange(n)[None, :], maps], axis=-1))
+    else:  # too many images to search every pairing: each observed image to its nearest
+        total = xp.sum(xp.min(cost, axis=-1))
+    same_count = images.mask.sum() == n
+    return xp.where(same_count & (total < _ABSENT), total, xp.inf)
+
+
+def flux_chi_squared(
+    tracer: Tracer, point_source: PointSource, data: PointSourceData, backend: str | None = None
+) -> Any:
+    """``sum_i (f_i - F |mu_i|)^2 / sigma_f,i^2``, the magnifications at the observed
+    positions; 0 without fluxes."""
+    if data.fluxes is None:
+        return 0.0
+    b = _backend_for(tracer, point_source, backend)
+    xp = array_module(b)
+    *_, det = _inverse_jacobians(tracer, xp.asarray(data.positions), b)
+    model = point_source.flux / xp.abs(det)
+    r = (xp.asarray(data.fluxes) - model) / xp.asarray(data.flux_sigma)
+    return xp.sum(r * r)
+
+
+def model_delays(
+    tracer: Tracer, point_source: PointSource, data: PointSourceData, backend: str | None = None
+) -> Any:
+    """The model's delays of images ``1..n-1`` relative to image 0 at the observed positions,
+    ``D_dt / c (phi_i - phi_0)``, days, ``(n - 1,)``."""
+    b = _backend_for(tracer, point_source, backend)
+    xp = array_module(b)
+    theta = xp.asarray(data.positions)
+    dx = theta[:, 0] - point_source.centre[0]
+    dy = theta[:, 1] - point_source.centre[1]
+    phi = 0.5 * (dx * dx + dy * dy) - tracer.potential(theta, b)
+    return (phi[1:] - phi[0]) * (point_source.time_delay_distance * DAYS_PER_MPC_ARCSEC2)
+
+
+def time_delay_chi_squared(
+    tracer: Tracer, point_source: PointSource, data: PointSourceData, backend: str | None = None
+) -> Any:
+    """``sum_{i >= 1} (Delta t_i,obs - Delta t_i)^2 / sigma_t,i^2``; 0 without delays."""
+    if data.delays is None:
+        return 0.0
+    b = _backend_for(tracer, point_source, backend)
+    xp = array_module(b)
+    r = (xp.asarray(data.delays) - model_delays(tracer, point_source, data, b)) / xp.asarray(
+        data.delay_sigma
+    )
+    return xp.sum(r * r)
+
+
+@dataclass(frozen=True, eq=False)
+class PointSourceLikelihood(ValueIdentity):
+    """``log L = -(chi^2_positions + chi^2_fluxes + chi^2_delays) / 2`` of one point source.
+
+    Parameters
+    ----------
+    data : PointSourceData
+    positions : str
+        ``"image"`` (solve for the model's images; needs ``solver``), ``"source"`` (the
+        source-plane approximation) or ``"none"`` (positions not scored; they still place the
+        flux and delay terms).
+    solver : ImageSolver, optional
+        For ``positions = "image"``: its window must hold every image (default
+        ``ImageSolver()``).
+    """
+
+    data: PointSourceData = static_field()
+    positions: str = static_field(default="image")
+    solver: Any = static_field(default=None)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, PointSourceData):
+            raise TypeError(
+                f"PointSourceLikelihood.data must be a PointSourceData, got "
+                f"{type(self.data).__name__}"
+            )
+        if self.positions not in POSITION_LIKELIHOODS:
+            raise ValueError(
+                f"PointSourceLikelihood.positions must be one of "
+                f"{', '.join(POSITION_LIKELIHOODS)}, got {self.positions!r}"
+            )
+        if self.positions == "image" and self.solver is None:
+            object.__setattr__(self, "solver", ImageSolver())
+        if self.solver is not None and not isinstance(self.solver, ImageSolver):
+            raise TypeError(
+                f"PointSourceLikelihood.solver must be an ImageSolver, got "
+                f"{type(self.solver).__name__}"
+            )
+        if self.solver is not None and self.data.n_images > self.solver.max_images:
+            raise ValueError(
+                f"PointSourceLikelihood: {self.data.n_images} observed images but the solver "
+                f"has max_images = {self.solver.max_images}; raise it"
+            )
+        super().__post_init__()
+
+    def chi_squared(
+        self, tracer: Tracer, point_source: PointSource, backend: str | None = None
+    ) -> dict[str, Any]:
+        """The chi^2 of each term with data, by name (``positions``, ``fluxes``,
+        ``delays``)."""
+        b = _backend_for(tracer, point_source, backend)
+        out: dict[str, Any] = {}
+        if self.positions == "image":
+            out["positions"] = image_plane_chi_squared(
+                tracer, point_source, self.data, self.solver, b
+            )
+        elif self.positions == "source":
+            out["positions"] = source_plane_chi_squared(tracer, point_source, self.data, b)
+        if self.data.fluxes is not None:
+            out["fluxes"] = flux_chi_squared(tracer, point_source, self.data, b)
+        if self.data.delays is not None:
+            out["delays"] = time_delay_chi_squared(tracer, point_source, self.data, b)
+        return out
+
+    def log_likelihood(
+        self, tracer: Tracer, point_source: PointSource, backend: str | None = None
+    ) -> Any:
+        """``-chi^2 / 2`` summed over the terms (``-inf`` for a wrong number of images)."""
+        b = _backend_for(tracer, point_source, backend)
+        terms = self.chi_squared(tracer, point_source, b)
+        total: Any = 0.0
+        for value in terms.values():
+            total = total + value
+        xp = array_module(b)
+        total = xp.asarray(total)
+        return xp.where(total < _ABSENT, -0.5 * total, -xp.inf)
