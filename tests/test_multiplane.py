@@ -8,6 +8,7 @@ import pickle
 
 import numpy as np
 import pytest
+import scipy.optimize
 
 from twinlens.fit.imaging import simulate
 from twinlens.fit.lens_equation import ImageSolver
@@ -32,6 +33,13 @@ def _cosmo(h0=70.0, om0=0.3):
     from astropy.cosmology import FlatLambdaCDM
 
     return FlatLambdaCDM(H0=h0, Om0=om0)
+
+
+def _flat_distance(cosmo, z1, z2):
+    """``D(z1, z2)``, Mpc, in a flat universe: the comoving distance between the redshifts
+    over ``1 + z2`` (independent of astropy's own angular-diameter code path)."""
+    dc = cosmo.comoving_distance([z1, z2]).to_value("Mpc")
+    return (dc[1] - dc[0]) / (1.0 + z2)
 
 
 def _points(n=60, seed=3, half=2.0):
@@ -70,7 +78,7 @@ def test_two_point_masses_match_a_ray_tracer_in_physical_units():
     c1, c2, te1, te2 = (0.1, -0.2), (0.5, 0.3), 0.9, 0.4
 
     def d(a, b):
-        return cosmo.angular_diameter_distance_z1z2(a, b).to_value("Mpc")
+        return _flat_distance(cosmo, a, b)
 
     theta = _points(200, seed=5)
     d1, d2, ds = d(0, z1), d(0, z2), d(0, zs)
@@ -103,7 +111,7 @@ def test_distance_ratios_closed_form_and_h0_independence():
     r = distance_ratios(zs, 2.0, cosmo)
 
     def d(a, b):
-        return cosmo.angular_diameter_distance_z1z2(a, b).to_value("Mpc")
+        return _flat_distance(cosmo, a, b)
 
     expected = d(0.3, 0.8) * d(0, 2.0) / (d(0, 0.8) * d(0.3, 2.0))
     assert r.shape == (3, 2)
@@ -131,12 +139,15 @@ def test_zero_mass_second_plane_is_single_plane_exactly(backend):
         z_source=2.0,
     )
     xy = _points()
+    # exact on the host; on JAX the single-plane tracer reads fixed fields the memo computed
+    # with the CPU kernel (twinlens.memo), so the two differ by rounding
+    check = np.testing.assert_array_equal
+    if b == "jax":
+        check = lambda a, e: np.testing.assert_allclose(a, e, rtol=1e-14, atol=1e-15)  # noqa: E731
     for method in ("source_plane", "deflections", "image"):
-        np.testing.assert_array_equal(
-            np.asarray(getattr(multi, method)(xy, b)), np.asarray(getattr(single, method)(xy, b))
-        )
+        check(np.asarray(getattr(multi, method)(xy, b)), np.asarray(getattr(single, method)(xy, b)))
     # A_1 != I but plane 1 has no mass: the hessian is plane 0's
-    np.testing.assert_array_equal(np.asarray(multi.hessian(xy, b)), single.hessian(xy, "numpy"))
+    check(np.asarray(multi.hessian(xy, b)), single.hessian(xy, "numpy"))
 
 
 def test_one_plane_equals_tracer_and_ignores_the_cosmology():
@@ -324,15 +335,21 @@ def test_image_solver_with_a_two_plane_lens(backend):
         ),
         z_source=2.0,
     )
-    source = np.array([0.04, -0.03])
+    source = np.array([0.1, 0.05])
     images = ImageSolver(window=2.5).solve(tracer, source, backend=b)
     positions, magnifications, parities = images.found()
-    assert len(positions) == 4  # a quad (no central image: the SIE is singular)
-    # each image maps back onto the source
-    np.testing.assert_allclose(tracer.source_plane(positions, "numpy"), source[None], atol=1e-10)
-    np.testing.assert_allclose(
-        magnifications, tracer.magnification(positions, "numpy"), rtol=1e-8
-    )
+    # independently: scipy's root finder from a grid of starts, on the numpy mapping
+    roots: list = []
+    for start in np.stack(np.meshgrid(*2 * [np.linspace(-2.4, 2.4, 17)]), -1).reshape(-1, 2):
+        sol = scipy.optimize.root(lambda t: tracer.source_plane(t, "numpy") - source, start)
+        residual = np.abs(tracer.source_plane(sol.x, "numpy") - source).max()
+        if residual < 1e-12 and not any(np.abs(sol.x - r).max() < 1e-6 for r in roots):
+            roots.append(sol.x)
+    assert len(roots) == len(positions) == 4  # a quad (no central image: the SIE is singular)
+    distance = np.linalg.norm(positions[:, None] - np.array(roots)[None], axis=-1)
+    assert np.all(distance.min(axis=1) < 1e-9), distance
+    np.testing.assert_allclose(tracer.source_plane(positions, "numpy") - source, 0.0, atol=1e-10)
+    np.testing.assert_allclose(magnifications, tracer.magnification(positions, "numpy"), rtol=1e-8)
     assert sorted(parities.tolist()) == [-1, -1, 1, 1]
 
 
