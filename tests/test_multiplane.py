@@ -444,3 +444,23 @@ def test_single_plane_tracer_ignores_redshifts():
         Tracer(Galaxy(mass=mass, redshift=0.5)).source_plane(xy, "numpy"),
         Tracer(Galaxy(mass=mass)).source_plane(xy, "numpy"),
     )
+
+
+def test_public_name_is_lazy_and_the_docs_example_runs(capsys):
+    import runpy
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, twinlens\n"
+        "assert 'twinlens.fit.multiplane' not in sys.modules\n"
+        "assert twinlens.MultiPlaneTracer.__name__ in twinlens.__all__\n"
+        "assert 'jax' not in sys.modules and 'astropy.cosmology' not in sys.modules\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    path = Path(__file__).parents[1] / "docs" / "examples" / "multiplane_quickstart.py"
+    runpy.run_path(str(path), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "4 images:" in out
