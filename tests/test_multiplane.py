@@ -81,7 +81,7 @@ def test_two_point_masses_match_a_ray_tracer_in_physical_units():
         return _flat_distance(cosmo, a, b)
 
     theta = _points(200, seed=5)
-    d1, d2, ds = d(0, z1), d(0, z2), d(0, zs)
+    d2, ds = d(0, z2), d(0, zs)
     # reduced deflections are toward zs: alpha_hat_i = D_s / D_is * alpha_i
     hat1 = ds / d(z1, zs) * _point_mass_deflection(theta, c1, te1)
     xi2 = d2 * theta - d(z1, z2) * hat1

@@ -22,7 +22,7 @@ print("beta_12 =", round(float(tracer.ratios[1, 0]), 6))
 images = ImageSolver(window=2.5).solve(tracer, np.array([0.1, 0.05]))
 positions, magnifications, parities = images.found()
 print(f"{len(positions)} images:")
-for (x, y), mu in zip(positions, magnifications):
+for (x, y), mu in zip(positions, magnifications, strict=True):
     print(f"  ({x:+.6f}, {y:+.6f})  mu = {mu:+7.3f}")
 
 # the image of lens light and lensed source, as for a single-plane Tracer

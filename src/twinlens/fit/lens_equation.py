@@ -369,8 +369,8 @@ def _block_arrays(
 
 def _lens_deflections(tracer: Tracer, x: Any, y: Any, backend: str) -> tuple[Any, Any]:
     if isinstance(tracer, MultiPlaneTracer):  # theta - beta through every plane
-        ax, ay = tracer._deflections(x, y, backend)
-        return x * 0 + ax, y * 0 + ay
+        tx, ty = tracer._deflections(x, y, backend)
+        return x * 0 + tx, y * 0 + ty
     ax: Any = 0.0
     ay: Any = 0.0
     for g in tracer.lenses:

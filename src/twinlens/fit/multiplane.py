@@ -53,6 +53,8 @@ class Cosmology:
     programs. ``astropy`` holds the cosmology itself."""
 
     __slots__ = ("astropy", "key")
+    astropy: Any
+    key: tuple
 
     def __init__(self, cosmology: Any) -> None:
         if isinstance(cosmology, Cosmology):
@@ -90,9 +92,7 @@ def _angular_diameter_distance(cosmo: Any, z1: float, z2: float) -> float:
     return float(between.to_value("Mpc"))
 
 
-def distance_ratios(
-    lens_redshifts: Any, z_source: float, cosmology: Any = None
-) -> np.ndarray:
+def distance_ratios(lens_redshifts: Any, z_source: float, cosmology: Any = None) -> np.ndarray:
     """The ratios ``beta_ij = D_ij D_s / (D_j D_is)`` of the recursive lens equation.
 
     Parameters
@@ -123,7 +123,7 @@ def _check_plane_redshifts(zs: tuple[float, ...], z_source: Any) -> None:
     for z in zs:
         if not math.isfinite(z) or z < 0.0:
             raise ValueError(f"lens redshifts must be finite and >= 0, got {z!r}")
-    if any(b <= a for a, b in zip(zs, zs[1:], strict=False)):
+    if any(zs[k + 1] <= zs[k] for k in range(len(zs) - 1)):
         raise ValueError(f"lens redshifts must be strictly increasing, got {zs}")
     if isinstance(z_source, bool) or not isinstance(z_source, (int, float, np.number)):
         raise TypeError(f"z_source must be a real number, got {type(z_source).__name__}")
@@ -388,7 +388,9 @@ class MultiPlaneTracer(Tracer):
         b = self._backend(xy, backend)
         x, y, xp = positions(xy, b)
         xs, ys = self._ray_positions(x, y, b)[:2]
-        return xp.stack([assemble(xp, [x * 0 + u, y * 0 + v], (2,)) for u, v in zip(xs, ys)])
+        return xp.stack(
+            [assemble(xp, [x * 0 + u, y * 0 + v], (2,)) for u, v in zip(xs, ys, strict=True)]
+        )
 
     def hessian(self, xy: Any, backend: str | None = None) -> Any:
         """``d alpha / d theta`` of the whole mapping (``alpha = theta - beta``), ``(..., 2, 2)``
