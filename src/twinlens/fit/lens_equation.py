@@ -51,6 +51,7 @@ import numpy as np
 from twinlens.backend import resolve_backend
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit import lens_equation_loops as loops
+from twinlens.fit.multiplane import MultiPlaneTracer
 from twinlens.fit.tracer import Tracer
 from twinlens.profiles.base import _numbers
 from twinlens.profiles.checks import check_count, check_pair, check_positive, check_range
@@ -117,7 +118,8 @@ class Images(NamedTuple):
 
 @dataclass(frozen=True, eq=False)
 class ImageSolver(ValueIdentity):
-    """Finds all images of point sources behind a :class:`~twinlens.Tracer` (one lens plane).
+    """Finds all images of point sources behind a :class:`~twinlens.Tracer` (one lens plane)
+    or a :class:`~twinlens.fit.multiplane.MultiPlaneTracer`.
 
     See :mod:`twinlens.fit.lens_equation` for the method and its limits. Every field is static
     configuration (it fixes the size of the JAX program); the solver is value-hashed, so an
@@ -366,6 +368,9 @@ def _block_arrays(
 
 
 def _lens_deflections(tracer: Tracer, x: Any, y: Any, backend: str) -> tuple[Any, Any]:
+    if isinstance(tracer, MultiPlaneTracer):  # theta - beta through every plane
+        tx, ty = tracer._deflections(x, y, backend)
+        return x * 0 + tx, y * 0 + ty
     ax: Any = 0.0
     ay: Any = 0.0
     for g in tracer.lenses:
@@ -397,9 +402,13 @@ def _first_guess(tri: Any, image: Any, sx: Any, sy: Any, xp: Any) -> tuple[Any, 
     return x, y
 
 
-def _jacobian(tracer: Tracer, x: Any, y: Any, backend: str) -> tuple[Any, Any, Any]:
+def _jacobian(tracer: Tracer, x: Any, y: Any, backend: str) -> tuple[Any, Any, Any, Any]:
+    """``A = d beta / d theta`` as ``(a11, a12, a21, a22)`` (symmetric on one plane)."""
+    if isinstance(tracer, MultiPlaneTracer):
+        hxx, hxy, hyx, hyy = tracer._hessian_components(x, y, backend)
+        return 1.0 - hxx, -hxy, -hyx, 1.0 - hyy
     hxx, hxy, hyy = _lens_hessian(tracer, x, y, backend)
-    return 1.0 - hxx, -hxy, 1.0 - hyy
+    return 1.0 - hxx, -hxy, -hxy, 1.0 - hyy
 
 
 def _newton_step(
@@ -409,12 +418,12 @@ def _newton_step(
     ax, ay = _lens_deflections(tracer, x, y, backend)
     rx = sx - (x - ax)
     ry = sy - (y - ay)
-    a11, a12, a22 = _jacobian(tracer, x, y, backend)
-    det = a11 * a22 - a12 * a12
+    a11, a12, a21, a22 = _jacobian(tracer, x, y, backend)
+    det = a11 * a22 - a12 * a21
     # on a critical curve: a long step (then clipped), never an overflow to inf and NaN
     safe = xp.where(xp.abs(det) < 1e-100, xp.copysign(1e-100, det), det)
     dx = (a22 * rx - a12 * ry) / safe
-    dy = (a11 * ry - a12 * rx) / safe
+    dy = (a11 * ry - a21 * rx) / safe
     size = xp.sqrt(dx * dx + dy * dy)
     clipped = size > max_step
     scale = xp.where(clipped, max_step / xp.where(clipped, size, 1.0), 1.0)
@@ -499,8 +508,8 @@ def _finish(
     mask = take(keep)
     px = xp.where(mask, take(x), 0.0)
     py = xp.where(mask, take(y), 0.0)
-    a11, a12, a22 = _jacobian(tracer, px, py, backend)
-    det = a11 * a22 - a12 * a12
+    a11, a12, a21, a22 = _jacobian(tracer, px, py, backend)
+    det = a11 * a22 - a12 * a21
     mu = xp.where(det == 0.0, math.inf, 1.0 / xp.where(det == 0.0, 1.0, det))
     magnification = xp.where(mask, mu, 0.0)
     parity = xp.where(mask, xp.sign(det), 0.0)

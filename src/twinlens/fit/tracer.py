@@ -8,6 +8,8 @@ light at ``beta`` (surface brightness is conserved by lensing).
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +18,7 @@ import numpy as np
 from twinlens import memo
 from twinlens.backend import array_module, resolve_backend
 from twinlens.backend.concrete import is_concrete
-from twinlens.fields import ValueIdentity
+from twinlens.fields import ValueIdentity, static_field
 from twinlens.kernels import lensing
 from twinlens.memo import Recalled
 from twinlens.profiles.base import MassProfile, _numbers, assemble, positions
@@ -66,11 +68,17 @@ class Galaxy(ValueIdentity):
     pixelization : Pixelization, optional
         A pixelised source (a source galaxy's light reconstructed on a mesh; see
         :doc:`/pixelised`), as autolens' ``Galaxy(pixelization=...)``.
+    redshift : float, optional
+        The galaxy's redshift, a finite number >= 0 (static configuration, not a fit
+        parameter). A :class:`Tracer` ignores it (one lens plane); a
+        :class:`~twinlens.fit.multiplane.MultiPlaneTracer` puts each lens galaxy on the plane
+        of its redshift. None (the default) for single-plane lensing.
     """
 
     mass: Any = ()
     light: Any = ()
     pixelization: Any = None
+    redshift: Any = static_field(default=None)
 
     def __post_init__(self) -> None:
         from twinlens.fit.pixelised.fit import Pixelization
@@ -91,7 +99,20 @@ class Galaxy(ValueIdentity):
             )
         _as_tuple(self, "mass", MassProfile)
         _as_tuple(self, "light", LightProfile)
+        if self.redshift is not None:
+            object.__setattr__(self, "redshift", _check_redshift(self.redshift))
         super().__post_init__()
+
+
+def _check_redshift(z: Any) -> float:
+    if isinstance(z, bool) or not isinstance(z, (int, float, np.integer, np.floating)):
+        raise TypeError(
+            f"Galaxy.redshift must be a real number >= 0 (or None), got {type(z).__name__}"
+        )
+    value = float(z)
+    if not math.isfinite(value) or value < 0.0:
+        raise ValueError(f"Galaxy.redshift must be a finite redshift >= 0 (or None), got {z!r}")
+    return value
 
 
 @dataclass(frozen=True, eq=False)
@@ -362,6 +383,6 @@ class Tracer(ValueIdentity):
                     light.append(p.with_intensity(next(it)))  # type: ignore[attr-defined]
                 else:
                     light.append(p.with_intensities([next(it) for _ in range(p.n_linear)]))  # type: ignore[attr-defined]
-            return Galaxy(galaxy.mass, tuple(light), galaxy.pixelization)
+            return dataclasses.replace(galaxy, light=tuple(light))
 
         return Tracer(tuple(solved(g) for g in self.lenses), tuple(solved(g) for g in self.sources))
