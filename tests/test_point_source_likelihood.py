@@ -258,6 +258,28 @@ def test_point_source_table_parses():
     np.testing.assert_allclose(config.point_source.h0(2 * 1.0), d_dt / 2, rtol=1e-12)
 
 
+def test_h0_is_the_cosmology_whose_time_delay_distance_was_given():
+    """Independent of the reference cosmology inside ``h0``: a D_dt computed by astropy
+    (quantities, not our code) for H0 = 63.1, Omega_m = 0.27 gives back 63.1."""
+    from astropy import units as u
+    from astropy.cosmology import FlatLambdaCDM
+
+    from twinlens.job.config import PointSourceConfig
+
+    cosmo = FlatLambdaCDM(H0=63.1, Om0=0.27)
+    z_d, z_s = 0.6, 1.7
+    d_d = cosmo.angular_diameter_distance(z_d)
+    d_s = cosmo.angular_diameter_distance(z_s)
+    # flat: D_ds from comoving distances
+    d_ds = (cosmo.comoving_distance(z_s) - cosmo.comoving_distance(z_d)) / (1 + z_s)
+    d_dt = ((1 + z_d) * d_d * d_s / d_ds).to_value(u.Mpc)
+    config = PointSourceConfig(likelihood=None, z_lens=z_d, z_source=z_s, omega_m=0.27)
+    np.testing.assert_allclose(config.h0(d_dt), 63.1, rtol=1e-10)
+    # omega_m matters: the same D_dt read with 0.3 is another H0
+    other = PointSourceConfig(likelihood=None, z_lens=z_d, z_source=z_s, omega_m=0.3)
+    assert abs(float(other.h0(d_dt)) - 63.1) > 0.05  # 0.094 km/s/Mpc apart
+
+
 @pytest.mark.parametrize(
     ("changes", "match"),
     [
@@ -282,3 +304,45 @@ def test_point_source_table_errors_name_the_key(changes, match):
 
     with pytest.raises(ConfigError, match=match):
         _parse(_table(**changes))
+
+
+def test_multi_plane_source_plane_and_flux_terms_use_the_full_jacobian():
+    """A multi-plane lens's A = I - H is not symmetric: the source-plane chi^2 and the
+    magnifications must use all four entries (reference: numpy's inverse of A, with A from
+    central differences of the ray-shooting map, not from the tracer's hessian)."""
+    from twinlens.fit.multiplane import MultiPlaneTracer
+    from twinlens.mass import SIE
+
+    main = Galaxy(mass=SIE(centre=(0.0, 0.0), ell_comps=(0.1, -0.05), einstein_radius=1.0))
+    lens = MultiPlaneTracer(
+        (
+            Galaxy(mass=main.mass, redshift=0.5),
+            Galaxy(mass=SIS(centre=(0.9, 0.5), einstein_radius=0.4), redshift=1.1),
+        ),
+        z_source=2.0,
+    )
+    theta = np.array([[1.1, 0.3], [-0.8, -0.6], [0.2, 1.2]])
+    beta = np.array([0.05, 0.02])
+    sigma = np.array([0.01, 0.02, 0.015])
+    h = 1e-6
+    jac = np.empty((3, 2, 2))
+    for k in range(2):
+        step = np.zeros(2)
+        step[k] = h
+        plus = np.asarray(lens.source_plane(theta + step, "numpy"))
+        minus = np.asarray(lens.source_plane(theta - step, "numpy"))
+        jac[:, :, k] = (plus - minus) / (2 * h)
+    assert np.abs(jac[:, 0, 1] - jac[:, 1, 0]).max() > 1e-3  # the case: not symmetric
+    offsets = np.asarray(lens.source_plane(theta, "numpy")) - beta
+    delta = np.linalg.solve(jac, offsets[..., None])[..., 0]
+    expected = np.sum(np.sum(delta**2, axis=-1) / sigma**2)
+    data = PointSourceData(theta, sigma, fluxes=[1.0, 2.0, 0.5], flux_sigma=[0.1, 0.1, 0.1])
+    point = PointSource(tuple(beta), 1.3)
+    for backend in ("numpy", "numba", "jax"):
+        value = float(source_plane_chi_squared(lens, point, data, backend))
+        assert value == pytest.approx(expected, rel=1e-6)  # central differences: ~1e-9
+    mu = 1.0 / np.abs(np.linalg.det(jac))
+    flux_expected = np.sum(((np.array([1.0, 2.0, 0.5]) - 1.3 * mu) / 0.1) ** 2)
+    assert float(flux_chi_squared(lens, point, data, "numpy")) == pytest.approx(
+        flux_expected, rel=1e-6
+    )

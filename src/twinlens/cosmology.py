@@ -120,19 +120,28 @@ def lens_distances(z_lens: float, z_source: float, cosmology: Any = None) -> Len
         raise TypeError(
             f"cosmology must be an astropy.cosmology instance, got {type(cosmo).__name__}"
         )
-    d_d = float(cosmo.angular_diameter_distance(zl).to_value("Mpc"))
-    d_s = float(cosmo.angular_diameter_distance(zs).to_value("Mpc"))
+    d_d = angular_diameter_distance(cosmo, 0.0, zl)
+    d_s = angular_diameter_distance(cosmo, 0.0, zs)
+    return LensDistances(zl, zs, d_d, d_s, angular_diameter_distance(cosmo, zl, zs))
+
+
+def angular_diameter_distance(cosmo: Any, z1: float, z2: float) -> float:
+    """``D(z1, z2)``, Mpc, of an astropy cosmology (``z1 = 0``: from the observer)."""
+    if z1 == 0.0:
+        return float(cosmo.angular_diameter_distance(z2).to_value("Mpc"))
     try:  # astropy >= 7.1 takes (z1, z2); older releases have only the _z1z2 method
-        between = cosmo.angular_diameter_distance(zl, zs)
+        between = cosmo.angular_diameter_distance(z1, z2)
     except TypeError:
-        between = cosmo.angular_diameter_distance_z1z2(zl, zs)
-    d_ds = float(between.to_value("Mpc"))
-    return LensDistances(zl, zs, d_d, d_s, d_ds)
+        between = cosmo.angular_diameter_distance_z1z2(z1, z2)
+    return float(between.to_value("Mpc"))
 
 
 def time_delay_distance(z_lens: float, z_source: float, cosmology: Any = None) -> float:
     """Time-delay distance ``D_dt = (1 + z_lens) D_d D_s / D_ds``, Mpc (arguments as
-    :func:`lens_distances`)."""
+    :func:`lens_distances`, with ``z_lens > 0``: at ``z_lens = 0`` it vanishes and no delay or
+    ``H0`` follows from it)."""
+    if isinstance(z_lens, (int, float)) and z_lens == 0:
+        raise ValueError("z_lens must be > 0 for a time-delay distance (D_dt = 0 at z_lens = 0)")
     return lens_distances(z_lens, z_source, cosmology).d_dt
 
 

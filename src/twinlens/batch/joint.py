@@ -23,7 +23,13 @@ import numpy as np
 
 from twinlens import memo
 from twinlens.backend import resolve_backend
-from twinlens.batch.likelihood import ImagingLikelihood, _jax_batch, _jax_single, vmap_width
+from twinlens.batch.likelihood import (
+    ImagingLikelihood,
+    _jax_batch,
+    _jax_single,
+    finite_or_minus_inf,
+    vmap_width,
+)
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.lens_equation import _serial_when_small
@@ -168,9 +174,7 @@ class JointLikelihood(ValueIdentity):
                     out = out + imaging.batch(values[:, columns], backend, **settings)
                 else:
                     out = out + imaging(imaging.reference, backend)
-        out = np.asarray(out, dtype=float)
-        out[np.isnan(out)] = -np.inf  # never reaches a sampler (none is expected)
-        return out
+        return finite_or_minus_inf(np.asarray(out, dtype=float))
 
     def _point_source_rows(self, values: np.ndarray, backend: str) -> np.ndarray:
         # a few points per kernel call: on one numba thread (waking the others costs more)

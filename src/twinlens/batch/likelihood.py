@@ -123,19 +123,6 @@ class ImagingLikelihood(ValueIdentity):
         v = self._check_vectors(np.atleast_2d(np.asarray(vector, dtype=float)))[0]
         return set_paths(self.model, dict(zip(self.free, map(float, v), strict=True)), False)
 
-    def _finite_or_minus_inf(self, out: np.ndarray) -> np.ndarray:
-        """NaN inside the valid ranges is a bug to report, and never reaches a sampler."""
-        bad = np.isnan(out)
-        if bad.any():
-            warnings.warn(
-                f"{int(bad.sum())} vectors gave NaN inside the valid parameter ranges; they are "
-                "reported as -inf",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            out[bad] = -np.inf
-        return out
-
     # -- evaluation --------------------------------------------------------------------------
 
     def __call__(self, vector: Any, backend: str | None = None) -> float:
@@ -148,7 +135,7 @@ class ImagingLikelihood(ValueIdentity):
             # as a batch of one: the free values are batch columns, never concrete, so the
             # memo can tell them from the fixed ones (as under JAX, where they are traced)
             value = float(self._array_chunk(v[None, :], backend)[0])
-        return float(self._finite_or_minus_inf(np.array([value]))[0])
+        return float(finite_or_minus_inf(np.array([value]))[0])
 
     def batch(
         self,
@@ -191,7 +178,7 @@ class ImagingLikelihood(ValueIdentity):
                 out[i * size : i * size + chunk.shape[0]] = self._array_chunk(chunk, backend)
             if progress:
                 print(f"chunk {i + 1}/{n_chunks}: {min((i + 1) * size, len(values))} vectors")
-        return self._finite_or_minus_inf(out)
+        return finite_or_minus_inf(out)
 
     def _check_vectors(self, values: np.ndarray) -> np.ndarray:
         if values.ndim != 2 or values.shape[1] != self.n_params:
@@ -280,6 +267,21 @@ class ImagingLikelihood(ValueIdentity):
         if not budget > 0:
             raise ValueError(f"memory_budget must be > 0 bytes, got {budget!r}")
         return max(1, min(16384, int(budget // self.bytes_per_evaluation())))
+
+
+def finite_or_minus_inf(out: np.ndarray) -> np.ndarray:
+    """``out`` with NaN replaced by ``-inf``, and a warning: NaN inside the valid ranges is a
+    bug to report, and never reaches a sampler."""
+    bad = np.isnan(out)
+    if bad.any():
+        warnings.warn(
+            f"{int(bad.sum())} vectors gave NaN inside the valid parameter ranges; they are "
+            "reported as -inf",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        out[bad] = -np.inf
+    return out
 
 
 def default_memory_budget(backend: str) -> float:

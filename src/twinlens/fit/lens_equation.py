@@ -503,7 +503,9 @@ def _finish(
     keep = ok & ~repeat
     n_kept = keep.sum(axis=-1)
     m = solver.max_images
-    order = xp.argsort(~keep, axis=-1, stable=True)[..., :m]  # kept first, in grid order
+    # kept first, in grid order (numpy < 2 has no stable=: kind= there, stable= for JAX)
+    stable = {"kind": "stable"} if xp is np else {"stable": True}
+    order = xp.argsort(~keep, axis=-1, **stable)[..., :m]
     take = lambda a: xp.take_along_axis(a, order, axis=-1)  # noqa: E731
     mask = take(keep)
     px = xp.where(mask, take(x), 0.0)

@@ -65,8 +65,15 @@ class Cosmology:
                 f"{type(cosmology).__name__}"
             )
         self.astropy = cosmology
-        # astropy's repr lists every parameter (floats to round-trip precision)
+        # every parameter's exact value (astropy's repr rounds quantities to 8 digits); units
+        # are astropy's fixed ones per parameter
+        parameters = getattr(cosmology, "parameters", {})
+        values = tuple(
+            (name, repr(np.asarray(getattr(v, "value", v)).tolist()))
+            for name, v in parameters.items()
+        )
         self.key = (type(cosmology).__module__, type(cosmology).__qualname__, repr(cosmology))
+        self.key += values
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Cosmology) and self.key == other.key
@@ -79,17 +86,6 @@ class Cosmology:
 
     def __reduce__(self) -> tuple:
         return (Cosmology, (self.astropy,))
-
-
-def _angular_diameter_distance(cosmo: Any, z1: float, z2: float) -> float:
-    """``D(z1, z2)``, Mpc (``z1 = 0``: from the observer)."""
-    if z1 == 0.0:
-        return float(cosmo.angular_diameter_distance(z2).to_value("Mpc"))
-    try:  # astropy >= 7.1 takes (z1, z2); older releases have only the _z1z2 method
-        between = cosmo.angular_diameter_distance(z1, z2)
-    except TypeError:
-        between = cosmo.angular_diameter_distance_z1z2(z1, z2)
-    return float(between.to_value("Mpc"))
 
 
 def distance_ratios(lens_redshifts: Any, z_source: float, cosmology: Any = None) -> np.ndarray:
@@ -139,15 +135,17 @@ def _check_plane_redshifts(zs: tuple[float, ...], z_source: Any) -> None:
 @lru_cache(maxsize=256)
 def _ratios(cosmology: Cosmology, zs: tuple[float, ...], z_source: float) -> np.ndarray:
     """Read-only ``(n + 1, n)`` ratios, computed once per (cosmology, planes, source)."""
+    from twinlens.cosmology import angular_diameter_distance  # astropy on first use
+
     cosmo = cosmology.astropy
     n = len(zs)
-    d = [_angular_diameter_distance(cosmo, 0.0, z) for z in zs]
-    d_s = _angular_diameter_distance(cosmo, 0.0, z_source)
-    d_is = [_angular_diameter_distance(cosmo, z, z_source) for z in zs]
+    d = [angular_diameter_distance(cosmo, 0.0, z) for z in zs]
+    d_s = angular_diameter_distance(cosmo, 0.0, z_source)
+    d_is = [angular_diameter_distance(cosmo, z, z_source) for z in zs]
     out = np.zeros((n + 1, n))
     for j in range(1, n):
         for i in range(j):
-            d_ij = _angular_diameter_distance(cosmo, zs[i], zs[j])
+            d_ij = angular_diameter_distance(cosmo, zs[i], zs[j])
             out[j, i] = d_ij * d_s / (d[j] * d_is[i])
     out[n, :] = 1.0  # D_is D_s / (D_s D_is), exactly
     out.flags.writeable = False
@@ -199,6 +197,8 @@ class MultiPlaneTracer(Tracer):
             )
         if self.cosmology is not None:
             object.__setattr__(self, "cosmology", Cosmology(self.cosmology))
+        if isinstance(self.distance_ratios, (list, tuple)):  # nested lists index as arrays
+            object.__setattr__(self, "distance_ratios", np.asarray(self.distance_ratios, float))
         if self.z_source is None:
             raise TypeError("MultiPlaneTracer.z_source is required (the source redshift)")
         if isinstance(self.z_source, bool) or not isinstance(

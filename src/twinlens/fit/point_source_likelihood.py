@@ -56,9 +56,10 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend import array_module, resolve_backend
-from twinlens.cosmology import DAYS_PER_MPC_ARCSEC2
+from twinlens.cosmology import time_delay_days
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.lens_equation import ImageSolver
+from twinlens.fit.point_sources import fermat_potential
 from twinlens.fit.tracer import Tracer
 from twinlens.profiles.base import _numbers
 from twinlens.profiles.checks import check_pair, check_positive
@@ -200,14 +201,16 @@ def _backend_for(tracer: Tracer, point_source: PointSource, backend: str | None)
 
 
 def _inverse_jacobians(tracer: Tracer, xy: Any, backend: str) -> tuple[Any, ...]:
-    """At each of ``xy (n, 2)``: ``(a11, a12, a22, det)`` of ``A = I - H``."""
+    """At each of ``xy (n, 2)``: ``(a11, a12, a21, a22, det)`` of ``A = I - H``. All four
+    entries: a multi-plane lens's ``A`` is not symmetric."""
     xp = array_module(backend)
     h = tracer.hessian(xy, backend)
-    a11, a12, a22 = 1.0 - h[..., 0, 0], -h[..., 0, 1], 1.0 - h[..., 1, 1]
-    det = a11 * a22 - a12 * a12
+    a11, a12 = 1.0 - h[..., 0, 0], -h[..., 0, 1]
+    a21, a22 = -h[..., 1, 0], 1.0 - h[..., 1, 1]
+    det = a11 * a22 - a12 * a21
     # exactly on a critical curve: a huge (finite) value, never a division by zero
     det = xp.where(xp.abs(det) < 1e-300, xp.where(det < 0, -1e-300, 1e-300), det)
-    return a11, a12, a22, det
+    return a11, a12, a21, a22, det
 
 
 def source_plane_chi_squared(
@@ -220,9 +223,9 @@ def source_plane_chi_squared(
     beta_i = tracer.source_plane(theta, b)
     dx = beta_i[:, 0] - point_source.centre[0]
     dy = beta_i[:, 1] - point_source.centre[1]
-    a11, a12, a22, det = _inverse_jacobians(tracer, theta, b)
+    a11, a12, a21, a22, det = _inverse_jacobians(tracer, theta, b)
     ex = (a22 * dx - a12 * dy) / det
-    ey = (a11 * dy - a12 * dx) / det
+    ey = (a11 * dy - a21 * dx) / det
     return xp.sum((ex * ex + ey * ey) / xp.asarray(data.position_sigma) ** 2)
 
 
@@ -240,9 +243,9 @@ def image_plane_chi_squared(
     solver: ImageSolver,
     backend: str | None = None,
 ) -> Any:
-    """The image-plane positional chi^2 (see the module): ``inf`` (numba, numpy) or a value
-    of at least ``1e30`` (JAX) when the model has a different number of images than were
-    observed or one image cannot be paired."""
+    """The image-plane positional chi^2 (see the module): ``inf`` on every backend when the
+    model has a different number of images than were observed or one image cannot be
+    paired."""
     b = _backend_for(tracer, point_source, backend)
     xp = array_module(b)
     beta = xp.stack([xp.asarray(point_source.centre[0]), xp.asarray(point_source.centre[1])])
@@ -286,11 +289,9 @@ def model_delays(
     ``D_dt / c (phi_i - phi_0)``, days, ``(n - 1,)``."""
     b = _backend_for(tracer, point_source, backend)
     xp = array_module(b)
-    theta = xp.asarray(data.positions)
-    dx = theta[:, 0] - point_source.centre[0]
-    dy = theta[:, 1] - point_source.centre[1]
-    phi = 0.5 * (dx * dx + dy * dy) - tracer.potential(theta, b)
-    return (phi[1:] - phi[0]) * (point_source.time_delay_distance * DAYS_PER_MPC_ARCSEC2)
+    beta = xp.stack([xp.asarray(point_source.centre[0]), xp.asarray(point_source.centre[1])])
+    phi = fermat_potential(tracer, xp.asarray(data.positions), beta, b)
+    return time_delay_days(phi[1:] - phi[0], point_source.time_delay_distance)
 
 
 def time_delay_chi_squared(
@@ -345,6 +346,15 @@ class PointSourceLikelihood(ValueIdentity):
                 f"PointSourceLikelihood.solver must be an ImageSolver, got "
                 f"{type(self.solver).__name__}"
             )
+        if self.solver is not None:
+            offset = np.abs(np.asarray(self.data.positions) - np.asarray(self.solver.centre))
+            if offset.max() >= self.solver.window:
+                raise ValueError(
+                    f"PointSourceLikelihood: an observed image lies {offset.max():g} arcsec from "
+                    f"the solver's centre {self.solver.centre}, outside its window of +-"
+                    f"{self.solver.window:g} arcsec (no model image could match it); widen "
+                    "ImageSolver.window"
+                )
         if self.solver is not None and self.data.n_images > self.solver.max_images:
             raise ValueError(
                 f"PointSourceLikelihood: {self.data.n_images} observed images but the solver "

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from twinlens.backend import array_module, resolve_backend
 from twinlens.cosmology import time_delay_days
 from twinlens.fit.tracer import Tracer
@@ -31,7 +33,7 @@ def fermat_potential(tracer: Tracer, xy: Any, source: Any, backend: str | None =
         The lens (its lens galaxies' potential).
     xy : array, (..., 2)
         Image-plane positions ``theta``, arcsec.
-    source : array, (2,) or broadcastable to ``xy``
+    source : array, (2,), or (..., 2) with one source per batch member of ``xy (..., n, 2)``
         Source position ``beta``, arcsec.
     backend : str, optional
         ``"numba"``, ``"jax"`` or ``"numpy"``.
@@ -46,6 +48,8 @@ def fermat_potential(tracer: Tracer, xy: Any, source: Any, backend: str | None =
     beta = xp.asarray(source)
     if beta.ndim < 1 or beta.shape[-1] != 2:
         raise ValueError(f"source must have shape (..., 2) holding (x, y), got {beta.shape}")
+    if beta.ndim == np.ndim(xy) - 1 and beta.ndim > 1:
+        beta = beta[..., None, :]  # one source per batch member, for its images (..., n, 2)
     dx = x - beta[..., 0]
     dy = y - beta[..., 1]
     return 0.5 * (dx * dx + dy * dy) - tracer.potential(xy, b)

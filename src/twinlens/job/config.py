@@ -583,10 +583,10 @@ def _point_source(table: Any, priors: dict) -> tuple[Any, PointSourceConfig]:
     if ("z_lens" in cosmo) != ("z_source" in cosmo):
         raise ConfigError(f"{where}: give both z_lens and z_source (to report H0), or neither")
     if "z_lens" in cosmo:
-        from twinlens.cosmology import lens_distances
+        from twinlens.cosmology import time_delay_distance
 
-        try:
-            lens_distances(cosmo["z_lens"], cosmo["z_source"])
+        try:  # D_dt, which H0 is read from, needs 0 < z_lens < z_source
+            time_delay_distance(cosmo["z_lens"], cosmo["z_source"])
         except ValueError as err:
             raise ConfigError(f"{where}: {err}") from None
     if not 0.0 < cosmo.get("omega_m", 0.3) <= 1.0:
