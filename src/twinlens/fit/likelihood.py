@@ -52,10 +52,18 @@ def blurred_terms(tracer: Tracer, dataset: Imaging, backend: str) -> Any:
     fixed, columns = tracer._light_terms(x, y, backend, grid=layout)
     # without parametric light the fixed image is zero: skip its binning and convolution
     has_fixed = not (isinstance(fixed, float) and fixed == 0.0)
-    terms = [x * 0.0 + fixed] if has_fixed or not columns else []
+    if not has_fixed and columns:
+        terms = []
+    elif getattr(fixed, "shape", ())[-1:] == x.shape[-1:]:
+        terms = [fixed]  # already one value per point: no copy
+    else:
+        terms = [x * 0.0 + fixed]
     terms += columns
     shape = np.broadcast_shapes(*(t.shape for t in terms))
-    stack = xp.stack([xp.broadcast_to(t, shape) for t in terms], axis=-2)
+    if len(terms) == 1:  # a view, not a copy (W5: 160,000 values per evaluation)
+        stack = xp.broadcast_to(terms[0], shape)[..., None, :]
+    else:
+        stack = xp.stack([xp.broadcast_to(t, shape) for t in terms], axis=-2)
     binned = bin_to_pixels(stack, layout, xp)
     ny, nx = dataset.grid.shape
     lead = binned.shape[:-1]
