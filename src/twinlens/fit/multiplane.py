@@ -42,6 +42,7 @@ import numpy as np
 from twinlens.backend.concrete import is_concrete
 from twinlens.fields import static_field
 from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.kernels import lensing
 from twinlens.profiles.base import assemble, positions
 
 __all__ = ["Cosmology", "MultiPlaneTracer", "distance_ratios"]
@@ -403,8 +404,9 @@ class MultiPlaneTracer(Tracer):
     def magnification(self, xy: Any, backend: str | None = None) -> Any:
         """Signed magnification ``1 / det(d beta / d theta)``."""
         h = self.hessian(xy, backend)
-        det = (1.0 - h[..., 0, 0]) * (1.0 - h[..., 1, 1]) - h[..., 0, 1] * h[..., 1, 0]
-        return 1.0 / det
+        return 1.0 / lensing.jacobian_determinant(
+            h[..., 0, 0], h[..., 0, 1], h[..., 1, 1], h[..., 1, 0]
+        )
 
     def convergence(self, xy: Any, backend: str | None = None) -> Any:
         """The effective convergence, half the trace of :meth:`hessian`."""

@@ -61,6 +61,7 @@ from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.lens_equation import ImageSolver
 from twinlens.fit.point_sources import fermat_potential
 from twinlens.fit.tracer import Tracer
+from twinlens.kernels import lensing
 from twinlens.profiles.base import _numbers
 from twinlens.profiles.checks import check_pair, check_positive
 
@@ -207,7 +208,7 @@ def _inverse_jacobians(tracer: Tracer, xy: Any, backend: str) -> tuple[Any, ...]
     h = tracer.hessian(xy, backend)
     a11, a12 = 1.0 - h[..., 0, 0], -h[..., 0, 1]
     a21, a22 = -h[..., 1, 0], 1.0 - h[..., 1, 1]
-    det = a11 * a22 - a12 * a21
+    det = lensing.jacobian_determinant(h[..., 0, 0], h[..., 0, 1], h[..., 1, 1], h[..., 1, 0])
     # exactly on a critical curve: a huge (finite) value, never a division by zero
     det = xp.where(xp.abs(det) < 1e-300, xp.where(det < 0, -1e-300, 1e-300), det)
     return a11, a12, a21, a22, det

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 
-def jacobian_determinant(psi_xx, psi_xy, psi_yy):
-    """``det(I - H)``, the lens mapping's Jacobian determinant (zero on critical curves)."""
-    return (1.0 - psi_xx) * (1.0 - psi_yy) - psi_xy * psi_xy
+def jacobian_determinant(psi_xx, psi_xy, psi_yy, psi_yx=None):
+    """``det(I - H)``, the lens mapping's Jacobian determinant (zero on critical curves).
+    ``psi_yx`` defaults to ``psi_xy``; give it for a mapping whose ``H`` is not symmetric (a
+    multi-plane lens)."""
+    if psi_yx is None:
+        psi_yx = psi_xy
+    return (1.0 - psi_xx) * (1.0 - psi_yy) - psi_xy * psi_yx
 
 
 def magnification(psi_xx, psi_xy, psi_yy):
