@@ -1,5 +1,5 @@
-"""Multi-plane ray tracing and time delays against lenstronomy's MultiPlane on random SIE / EPL +
-shear planes (``tox -e peers``; no hypothesis, no conftest fixtures)."""
+"""Multi-plane ray tracing and time delays against lenstronomy's MultiPlane on random SIE /
+EPL + external shear planes (``tox -e peers``; no hypothesis, no conftest fixtures)."""
 
 from __future__ import annotations
 

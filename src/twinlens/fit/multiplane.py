@@ -486,9 +486,9 @@ class MultiPlaneTracer(Tracer):
         ----------
         xy : array, (..., 2)
             Image-plane positions ``theta``, arcsec.
-        source : array, (2,), or (..., 2) with one source per batch member of ``xy (..., n,
-            2)``, optional
-            The source position ``beta`` that ends the last segment. Default: each ray's own
+        source : array, (2,) or (..., 2), optional
+            The source position ``beta`` that ends the last segment, arcsec; ``(..., 2)``:
+            one source per batch member of ``xy (..., n, 2)``. Default: each ray's own
             source-plane position (the same at images; elsewhere ``t`` then is not a Fermat
             potential of a fixed source).
         backend : str, optional
