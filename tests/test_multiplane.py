@@ -465,3 +465,203 @@ def test_public_name_is_lazy_and_the_docs_example_runs(capsys):
     runpy.run_path(str(path), run_name="__main__")
     out = capsys.readouterr().out
     assert "4 images:" in out
+
+
+# -- arrival times through several planes -----------------------------------------------------
+
+
+def test_one_plane_arrival_times_are_the_single_plane_ones():
+    from twinlens import cosmology
+    from twinlens.fit.point_sources import arrival_times, time_delays
+
+    cosmo = _cosmo(h0=67.0, om0=0.32)
+    mass = (SIE(ell_comps=(0.1, 0.05), einstein_radius=1.2), ExternalShear(0.04, 0.01))
+    single = Tracer(Galaxy(mass=mass))
+    multi = MultiPlaneTracer(Galaxy(mass=mass, redshift=0.55), z_source=1.9, cosmology=cosmo)
+    d_dt = cosmology.time_delay_distance(0.55, 1.9, cosmo)
+    xy = _points(80, seed=11)
+    source = np.array([0.07, -0.03])
+    for b in BACKENDS:
+        _backend(b)
+        ref = arrival_times(single, xy, source, d_dt, "numpy")
+        got = np.asarray(multi.arrival_times(xy, source, b))
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0, err_msg=b)
+        # routed through point_sources (no D_dt for a multi-plane tracer)
+        np.testing.assert_allclose(arrival_times(multi, xy, source, backend=b), ref, rtol=1e-12)
+        # without a source, each ray's own source-plane position ends the path
+        own = arrival_times(single, xy[:, None], single.source_plane(xy, "numpy"), d_dt)[:, 0]
+        np.testing.assert_allclose(np.asarray(multi.arrival_times(xy, None, b)), own, rtol=1e-12)
+    # at the images of a source: the delays between them, relative
+    images = ImageSolver(window=2.5).solve(single, source)
+    pos = images.found()[0]
+    assert len(pos) >= 2
+    ref = time_delays(single, pos, source, d_dt)
+    got = time_delays(multi, pos, source)
+    assert np.max(np.abs(got - ref)) < 1e-12 * np.max(np.abs(ref))
+    np.testing.assert_allclose(multi.time_delays(pos, None, "numba"), ref, rtol=0, atol=1e-11)
+
+
+def test_arrival_times_match_physical_units_on_three_planes():
+    """A point mass, an SIS and a point mass given by their masses and velocity dispersion;
+    rays traced as straight lines in comoving coordinates (flat universe), bent by physical
+    deflection angles; the delay of each path in seconds from the comoving geometry and the
+    Shapiro delays of the masses, constants from astropy."""
+    import astropy.constants as const
+    import astropy.units as u
+
+    cosmo = _cosmo()
+    G = const.G.si.value
+    c = const.c.si.value
+    mpc = u.Mpc.to(u.m)
+    arcsec = u.arcsec.to(u.rad)
+    z = (0.3, 0.7, 1.2)
+    zs = 2.4
+    mass = (4e11 * const.M_sun.si.value, None, 1.5e11 * const.M_sun.si.value)
+    sigma = 180e3  # m/s, the SIS on the middle plane
+    centres = (np.array([0.1, -0.2]), np.array([-0.4, 0.3]), np.array([0.5, 0.6]))
+    chi = [cosmo.comoving_distance(zi).to_value("Mpc") * mpc for zi in (*z, zs)]
+    dist = [chi[i] / (1.0 + zz) for i, zz in enumerate((*z, zs))]  # D_i, D_s (flat)
+
+    def hat(i, xi):
+        """Physical deflection at physical position xi (m) on plane i, radians."""
+        d = xi - dist[i] * centres[i] * arcsec
+        r = np.linalg.norm(d, axis=-1, keepdims=True)
+        if mass[i] is None:
+            return 4 * np.pi * sigma**2 / c**2 * d / r
+        return 4 * G * mass[i] / c**2 * d / r**2
+
+    def shapiro(i, xi):
+        """-(1 + z_i) / c times the physical potential (seconds), to a constant."""
+        r = np.linalg.norm(xi - dist[i] * centres[i] * arcsec, axis=-1)
+        if mass[i] is None:
+            return -(1 + z[i]) * 4 * np.pi * sigma**2 / c**3 * r
+        return -(1 + z[i]) * 4 * G * mass[i] / c**3 * np.log(r)
+
+    theta = _points(150, seed=21, half=2.0) * arcsec
+    x = chi[0] * theta  # comoving transverse position on plane 0
+    slope = theta.copy()
+    xs = [x]
+    t = np.zeros(len(theta))
+    for i in range(3):
+        xi = xs[i] / (1.0 + z[i])
+        t += shapiro(i, xi)
+        slope = slope - hat(i, xi)
+        xs.append(xs[i] + (chi[i + 1] - chi[i]) * slope)
+    for i in range(3):  # the geometric delay of each segment, comoving
+        d = xs[i] / chi[i] - xs[i + 1] / chi[i + 1]
+        t += chi[i] * chi[i + 1] / (chi[i + 1] - chi[i]) * np.sum(d * d, -1) / (2 * c)
+    t_days = t / 86400.0
+    beta = xs[3] / chi[3] / arcsec
+
+    def d_ang(a, b):
+        return _flat_distance(cosmo, a, b) * mpc
+
+    galaxies = []
+    for i in range(3):  # Einstein radii of the convention: reduced toward zs
+        ratio = d_ang(z[i], zs) / (d_ang(0, z[i]) * d_ang(0, zs))
+        if mass[i] is None:
+            te = 4 * np.pi * sigma**2 / c**2 * d_ang(z[i], zs) / d_ang(0, zs) / arcsec
+            profile = SIS(centre=tuple(centres[i]), einstein_radius=te)
+        else:
+            te = np.sqrt(4 * G * mass[i] / c**2 * ratio) / arcsec
+            profile = PointMass(centre=tuple(centres[i]), einstein_radius=te)
+        galaxies.append(Galaxy(mass=profile, redshift=z[i]))
+    tracer = MultiPlaneTracer(tuple(galaxies[::-1]), z_source=zs, cosmology=cosmo)
+    xy = theta / arcsec
+    np.testing.assert_allclose(tracer.source_plane(xy, "numpy"), beta, rtol=0, atol=1e-11)
+    ref = t_days - t_days[0]
+    scale = np.max(np.abs(ref))
+    assert scale > 1.0  # days: a check with teeth
+    for b in BACKENDS:
+        _backend(b)
+        got = np.asarray(tracer.time_delays(xy, None, b))
+        print(f"{b}: max |dt - dt_physical| / max |dt| = {np.max(np.abs(got - ref)) / scale:.2e}")
+        assert np.max(np.abs(got - ref)) < 1e-10 * scale, (b, np.max(np.abs(got - ref)))
+        # the source given as each ray's traced position: the same
+        got = np.asarray(tracer.time_delays(xy[:, None], beta[:, None], b))[:, 0]
+        np.testing.assert_array_equal(got, 0.0)
+
+
+def test_images_are_stationary_points_of_the_multi_plane_arrival_time():
+    """Fermat's principle: with the source fixed, the arrival time's gradient vanishes at the
+    images (wrong plane weights would leave a gradient of the order of the delays)."""
+    tracer = _three_planes()
+    source = np.array([0.05, 0.02])
+    pos = ImageSolver(window=2.5).solve(tracer, source).found()[0]
+    assert len(pos) >= 2
+    eps = 1e-5
+
+    def gradient(p):
+        steps = np.array([[eps, 0.0], [-eps, 0.0], [0.0, eps], [0.0, -eps]])
+        t = tracer.arrival_times(p[:, None, :] + steps, source, "numpy")
+        return np.stack([t[:, 0] - t[:, 1], t[:, 2] - t[:, 3]], -1) / (2 * eps)
+
+    off = np.abs(gradient(pos + 0.05)).max()
+    at = np.abs(gradient(pos)).max()
+    print(f"|grad t| at the images {at:.2e}, 0.05 arcsec off {off:.2e} days / arcsec")
+    assert off > 1.0  # days per arcsec
+    assert at < 1e-7 * off, (at, off)
+
+
+@pytest.mark.parametrize("backend", ["numba", "jax"])
+def test_arrival_times_backends_agree_and_jax_gradient(backend):
+    b = _backend(backend)
+    tracer = _three_planes()
+    xy = _points(200, seed=9, half=2.5)
+    source = np.array([0.1, -0.1])
+    ref = tracer.arrival_times(xy, source, "numpy")
+    np.testing.assert_allclose(np.asarray(tracer.arrival_times(xy, source, b)), ref, rtol=1e-12)
+    if b != "jax":
+        return
+    import jax
+    import jax.numpy as jnp
+
+    from twinlens.model import set_paths
+
+    paths = ("lenses[0].mass[0].einstein_radius", "lenses[2].mass[0].slope")
+
+    def loss(values):
+        t = set_paths(tracer, dict(zip(paths, values, strict=True)), False)
+        return jnp.sum(t.time_delays(jnp.asarray(xy[:5]), jnp.asarray(source), "jax") ** 2)
+
+    v0 = jnp.array([1.1, 2.2])
+    grad = jax.jit(jax.grad(loss))(v0)
+    for k in range(2):
+        dv = np.zeros(2)
+        dv[k] = 1e-6
+        fd = (loss(v0 + dv) - loss(v0 - dv)) / 2e-6
+        np.testing.assert_allclose(float(grad[k]), float(fd), rtol=1e-5)
+
+
+def test_point_source_likelihood_delays_with_a_multi_plane_tracer():
+    from twinlens.fit.point_source_likelihood import PointSource, PointSourceData, model_delays
+
+    tracer = _three_planes()
+    source = np.array([0.05, 0.02])
+    pos = ImageSolver(window=2.5).solve(tracer, source).found()[0]
+    data = PointSourceData(positions=pos, position_sigma=0.005)
+    for b in BACKENDS:
+        _backend(b)
+        got = np.asarray(model_delays(tracer, PointSource(centre=tuple(source)), data, b))
+        ref = tracer.time_delays(pos, source, "numpy")[1:]
+        np.testing.assert_allclose(got, ref, rtol=1e-12, err_msg=b)
+
+
+def test_arrival_times_bad_input():
+    from twinlens.fit.point_sources import arrival_times, fermat_potential, time_delays
+
+    tracer = _three_planes()
+    xy = _points(3)
+    ratios = MultiPlaneTracer(
+        tracer.lenses, z_source=2.1, distance_ratios=distance_ratios((0.3, 0.5, 1.2), 2.1)
+    )
+    with pytest.raises(ValueError, match="distance_ratios has no distances"):
+        ratios.arrival_times(xy)
+    with pytest.raises(TypeError, match="not used with a MultiPlaneTracer"):
+        time_delays(tracer, xy, (0.0, 0.0), 3000.0)
+    with pytest.raises(TypeError, match="needs time_delay_distance"):
+        arrival_times(Tracer(tracer.lenses), xy, (0.0, 0.0))
+    with pytest.raises(NotImplementedError, match="arrival_times"):
+        fermat_potential(tracer, xy, (0.0, 0.0))
+    with pytest.raises(ValueError, match="source must have shape"):
+        tracer.arrival_times(xy, (0.0, 0.0, 1.0))

@@ -27,6 +27,23 @@ The hessian is that of the whole mapping, by the chain rule through the planes: 
 ``A_j = d theta_j / d theta`` and ``H_i`` the hessian of plane ``i``'s potential at
 ``theta_i``, ``A_j = I - sum_{i<j} beta_ij H_i A_i``, and ``d alpha / d theta = I - A_s``
 (not symmetric in general: its off-diagonal entries are returned as they are).
+
+**Arrival times.** With ``theta_{n+1} = beta`` and ``chi_i = (1 + z_i) D_i`` (for each
+plane), the light seen at ``theta`` arrives at
+
+    ``t(theta) = sum_i [ tau_i |theta_i - theta_{i+1}|^2 / 2 - T_i psi_i(theta_i) ] / c``,
+    ``tau_i = (1 + z_i) D_i D_{i+1} / D_{i,i+1}``,   ``T_i = (1 + z_i) D_i D_s / D_is``,
+
+(``D_{n+1} = D_s``, ``D_{n,n+1} = D_ns``) up to a constant, ``psi_i`` the summed reduced
+potential of plane ``i`` (``grad psi_i = alpha_i``). The first sum is the geometric delay of
+the broken path, each segment's at the redshift of its near end; the second the Shapiro delay
+of each plane, ``(1 + z_i) D_i / c`` times its physical potential ``D_s / D_is psi_i``
+(whose gradient is ``alpha_hat_i``). Fermat's principle recovers the lens equation: in a flat
+universe ``tau_i = chi_i chi_{i+1} / (chi_{i+1} - chi_i)`` (comoving distances), and
+``d t / d theta_i = 0`` is ``s_{i-1} - s_i = alpha_hat_i``, the change of the comoving
+slope ``s_i = (x_{i+1} - x_i) / (chi_{i+1} - chi_i)`` of the ray (``x_i = chi_i theta_i``).
+With one plane ``tau_1 = T_1 = D_dt`` and ``t = D_dt / c (|theta - beta|^2 / 2 - psi)``, the
+single-plane arrival time exactly.
 """
 
 from __future__ import annotations
@@ -39,11 +56,12 @@ from typing import Any
 
 import numpy as np
 
+from twinlens.backend import resolve_backend
 from twinlens.backend.concrete import is_concrete
 from twinlens.fields import static_field
 from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.kernels import lensing
-from twinlens.profiles.base import assemble, positions
+from twinlens.profiles.base import _numbers, assemble, positions
 
 __all__ = ["Cosmology", "MultiPlaneTracer", "distance_ratios"]
 
@@ -151,6 +169,26 @@ def _ratios(cosmology: Cosmology, zs: tuple[float, ...], z_source: float) -> np.
     out[n, :] = 1.0  # D_is D_s / (D_s D_is), exactly
     out.flags.writeable = False
     return out
+
+
+@lru_cache(maxsize=256)
+def _delay_weights(
+    cosmology: Cosmology, zs: tuple[float, ...], z_source: float
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``(tau_i, T_i)``, Mpc, per plane: the geometric weight of the segment from plane ``i``
+    to the next plane (the source plane after the last) and the weight of its potential."""
+    from twinlens.cosmology import angular_diameter_distance
+
+    cosmo = cosmology.astropy
+    d = [angular_diameter_distance(cosmo, 0.0, z) for z in (*zs, z_source)]
+    tau = []
+    weight = []
+    for i, z in enumerate(zs):
+        d_next = angular_diameter_distance(cosmo, z, (*zs, z_source)[i + 1])
+        d_is = angular_diameter_distance(cosmo, z, z_source)
+        tau.append((1.0 + z) * d[i] * d[i + 1] / d_next)
+        weight.append((1.0 + z) * d[i] * d[-1] / d_is)
+    return tuple(tau), tuple(weight)
 
 
 @dataclass(frozen=True, eq=False)
@@ -417,8 +455,83 @@ class MultiPlaneTracer(Tracer):
         """Not defined: a multi-plane mapping has no single lensing potential."""
         raise NotImplementedError(
             "a multi-plane lens has no single lensing potential (its hessian is not "
-            "symmetric); time delays through several planes are not implemented"
+            "symmetric); for time delays use MultiPlaneTracer.arrival_times or time_delays"
         )
+
+    def delay_weights(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """``(tau, T)``, Mpc, one entry per plane in redshift order: the weights of the
+        geometric and potential terms of :meth:`arrival_times`, ``tau_i = (1 + z_i) D_i
+        D_{i+1} / D_{i,i+1}`` and ``T_i = (1 + z_i) D_i D_s / D_is``, from the cosmology.
+
+        Raises ValueError for a tracer built from ``distance_ratios``: the ratios fix the ray
+        paths but not the distances, which the delays need."""
+        if self.distance_ratios is not None:
+            raise ValueError(
+                "MultiPlaneTracer built from distance_ratios has no distances: time delays "
+                "need the cosmology's angular-diameter distances (give cosmology= instead)"
+            )
+        from twinlens.cosmology import default_cosmology
+
+        cosmology = self.cosmology or Cosmology(default_cosmology())
+        return _delay_weights(cosmology, self.plane_redshifts, self.z_source)
+
+    def arrival_times(self, xy: Any, source: Any = None, backend: str | None = None) -> Any:
+        """Arrival times of light seen at ``xy (..., 2)``, days, up to a constant common to
+        all images (only differences are observable).
+
+        ``t = sum_i [tau_i |theta_i - theta_{i+1}|^2 / 2 - T_i psi_i(theta_i)] / c`` over the
+        planes, the ray traced through them (:mod:`twinlens.fit.multiplane` derives it). With
+        one plane it is :func:`twinlens.fit.point_sources.arrival_times` with
+        ``D_dt = (1 + z_d) D_d D_s / D_ds``.
+
+        Parameters
+        ----------
+        xy : array, (..., 2)
+            Image-plane positions ``theta``, arcsec.
+        source : array, (2,) or (..., 2), optional
+            The source position ``beta`` that ends the last segment, arcsec; ``(..., 2)``:
+            one source per batch member of ``xy (..., n, 2)``. Default: each ray's own
+            source-plane position (the same at images; elsewhere ``t`` then is not a Fermat
+            potential of a fixed source).
+        backend : str, optional
+            ``"numba"``, ``"jax"`` or ``"numpy"``.
+
+        Returns
+        -------
+        array, (...)
+            Days. Raises ValueError for a tracer built from ``distance_ratios``.
+        """
+        from twinlens.cosmology import DAYS_PER_MPC_ARCSEC2
+
+        tau, weight = self.delay_weights()
+        b = resolve_backend(backend, getattr(xy, "xy", xy), source, *_numbers(self))
+        x, y, xp = positions(xy, b)
+        xs, ys = self._ray_positions(x, y, b)[:2]
+        if source is not None:
+            beta = xp.asarray(source)
+            if beta.ndim < 1 or beta.shape[-1] != 2:
+                raise ValueError(
+                    f"source must have shape (..., 2) holding (x, y), got {beta.shape}"
+                )
+            if beta.ndim == np.ndim(getattr(xy, "xy", xy)) - 1 and beta.ndim > 1:
+                beta = beta[..., None, :]  # one source per batch member, for (..., n, 2)
+            xs[-1], ys[-1] = beta[..., 0], beta[..., 1]
+        t: Any = 0.0
+        for i, plane in enumerate(self._planes()):
+            dx = xs[i] - xs[i + 1]
+            dy = ys[i] - ys[i + 1]
+            psi: Any = 0.0
+            for p in plane:
+                psi = psi + p._potential(xs[i], ys[i], b)
+            t = t + (tau[i] * (0.5 * (dx * dx + dy * dy)) - weight[i] * psi)
+        return (x * 0 + t) * DAYS_PER_MPC_ARCSEC2
+
+    def time_delays(self, xy: Any, source: Any = None, backend: str | None = None) -> Any:
+        """Delays of images ``xy (..., n, 2)`` relative to the first, ``t_i - t_0``, days
+        (``(..., n)``; positive for an image that arrives after the first). Arguments as
+        :meth:`arrival_times`."""
+        t = self.arrival_times(xy, source, backend)
+        return t - t[..., :1]
 
     def with_intensities(self, intensities: Any) -> MultiPlaneTracer:
         """As :meth:`Tracer.with_intensities`, keeping the redshifts and the cosmology."""

@@ -39,7 +39,10 @@ observed position, and ``chi^2 = sum_i (f_i - F |mu_i|)^2 / sigma_f,i^2``.
 **Time delays.** The Fermat potential ``phi_i = |theta_i - beta|^2 / 2 - psi(theta_i)`` at the
 observed positions (:func:`~twinlens.fit.point_sources.fermat_potential`) gives the delays
 ``Delta t_i = D_dt / c (phi_i - phi_0)`` (:func:`~twinlens.cosmology.time_delay_days`), and
-``chi^2 = sum_{i >= 1} (Delta t_i,obs - Delta t_i)^2 / sigma_t,i^2``.
+``chi^2 = sum_{i >= 1} (Delta t_i,obs - Delta t_i)^2 / sigma_t,i^2``. With a
+:class:`~twinlens.fit.multiplane.MultiPlaneTracer` the model delays are its
+:meth:`~twinlens.fit.multiplane.MultiPlaneTracer.arrival_times` (distances from its cosmology,
+plane by plane) at the observed positions, and ``PointSource.time_delay_distance`` is not used.
 
 All terms run on numba, numpy and JAX (``jit``; the source-plane, flux and delay terms also
 ``grad``), with the same values.
@@ -59,6 +62,7 @@ from twinlens.backend import array_module, resolve_backend
 from twinlens.cosmology import time_delay_days
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.lens_equation import ImageSolver
+from twinlens.fit.multiplane import MultiPlaneTracer
 from twinlens.fit.point_sources import fermat_potential
 from twinlens.fit.tracer import Tracer
 from twinlens.kernels import lensing
@@ -287,10 +291,14 @@ def model_delays(
     tracer: Tracer, point_source: PointSource, data: PointSourceData, backend: str | None = None
 ) -> Any:
     """The model's delays of images ``1..n-1`` relative to image 0 at the observed positions,
-    ``D_dt / c (phi_i - phi_0)``, days, ``(n - 1,)``."""
+    ``D_dt / c (phi_i - phi_0)``, days, ``(n - 1,)`` (a multi-plane tracer's own arrival
+    times, its cosmology's distances in place of ``D_dt``)."""
     b = _backend_for(tracer, point_source, backend)
     xp = array_module(b)
     beta = xp.stack([xp.asarray(point_source.centre[0]), xp.asarray(point_source.centre[1])])
+    if isinstance(tracer, MultiPlaneTracer):
+        t = tracer.arrival_times(xp.asarray(data.positions), beta, b)
+        return t[1:] - t[0]
     phi = fermat_potential(tracer, xp.asarray(data.positions), beta, b)
     return time_delay_days(phi[1:] - phi[0], point_source.time_delay_distance)
 

@@ -8,6 +8,12 @@ An image at ``theta`` of a source at ``beta`` has the Fermat potential
 ``t = D_dt / c * phi`` (:func:`twinlens.cosmology.time_delay_days`), of which only differences
 between images are observable. Images are the stationary points of ``phi``
 (:mod:`twinlens.fit.lens_equation` finds them).
+
+:func:`arrival_times` and :func:`time_delays` also take a
+:class:`~twinlens.fit.multiplane.MultiPlaneTracer`, whose delays follow from its cosmology's
+distances plane by plane (:meth:`~twinlens.fit.multiplane.MultiPlaneTracer.arrival_times`):
+give no ``time_delay_distance`` then. A multi-plane lens has no single Fermat potential, so
+:func:`fermat_potential` takes single-plane tracers only.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import numpy as np
 
 from twinlens.backend import array_module, resolve_backend
 from twinlens.cosmology import time_delay_days
+from twinlens.fit.multiplane import MultiPlaneTracer
 from twinlens.fit.tracer import Tracer
 from twinlens.profiles.base import _numbers, positions
 
@@ -25,7 +32,8 @@ __all__ = ["arrival_times", "fermat_potential", "time_delays"]
 
 
 def fermat_potential(tracer: Tracer, xy: Any, source: Any, backend: str | None = None) -> Any:
-    """Fermat potential ``|theta - beta|^2 / 2 - psi(theta)``, arcsec^2.
+    """Fermat potential ``|theta - beta|^2 / 2 - psi(theta)``, arcsec^2 (single-plane
+    tracers; a multi-plane lens has :func:`arrival_times` only).
 
     Parameters
     ----------
@@ -59,7 +67,7 @@ def arrival_times(
     tracer: Tracer,
     xy: Any,
     source: Any,
-    time_delay_distance: Any,
+    time_delay_distance: Any = None,
     backend: str | None = None,
 ) -> Any:
     """Arrival times ``D_dt / c * phi(theta)``, days, up to a constant common to all images.
@@ -67,15 +75,30 @@ def arrival_times(
     Parameters
     ----------
     tracer, xy, source, backend
-        As for :func:`fermat_potential`.
+        As for :func:`fermat_potential`; or a
+        :class:`~twinlens.fit.multiplane.MultiPlaneTracer`, for which ``source`` may be None
+        (each ray's own source-plane position).
     time_delay_distance : float
         ``D_dt``, Mpc (:func:`twinlens.cosmology.time_delay_distance`; may be a JAX tracer).
+        Required for a single-plane tracer; not given for a multi-plane one, whose distances
+        come from its cosmology.
 
     Returns
     -------
     array, (...)
         Days.
     """
+    if isinstance(tracer, MultiPlaneTracer):
+        if time_delay_distance is not None:
+            raise TypeError(
+                "time_delay_distance is not used with a MultiPlaneTracer: its delays follow "
+                "from the cosmology's distances plane by plane (leave it unset)"
+            )
+        return tracer.arrival_times(xy, source, backend)
+    if time_delay_distance is None:
+        raise TypeError(
+            "arrival_times needs time_delay_distance (D_dt, Mpc) for a single-plane Tracer"
+        )
     return time_delay_days(fermat_potential(tracer, xy, source, backend), time_delay_distance)
 
 
@@ -83,7 +106,7 @@ def time_delays(
     tracer: Tracer,
     xy: Any,
     source: Any,
-    time_delay_distance: Any,
+    time_delay_distance: Any = None,
     backend: str | None = None,
 ) -> Any:
     """Time delays of images ``xy (..., n, 2)`` relative to the first, ``t_i - t_0``, days
