@@ -11,6 +11,18 @@ vertices, and its uniform 40 x 40 rectangular mesh, constant regularisation with
 sub-pixels (the lens deflections, a few ms, are not counted for it). ``ratio_vs_autoarray``
 is autoarray's median over ours.
 
+``autoarray-jax`` is the same autoarray calls with ``xp=jax.numpy`` under ``jax.jit`` (its JAX
+switch in 2026.7.27.1; jit compile as ``first_call_s``, medians after warm-up), the traced
+sub-pixels as the argument, with ``ratio_vs_autoarray_jax_<ours>`` and its evidence's relative
+difference from autoarray's numpy path and from ours. It runs for the rectangular mesh with
+constant regularisation. For the Delaunay mesh with constant regularisation it does not run in
+2026.7.27.1: the regularisation takes the mesh's neighbours from ``scipy.spatial.Delaunay`` on
+the vertices, which raises ``TracerArrayConversionError`` on a traced array, whether the
+vertices are a jit argument or a closed-over concrete array (``jnp`` operations on them are
+staged into the trace); autoarray's docstring for ``Constant`` says so and points to its
+split-cross regularisation (``ConstantSplit``), a different prior from ours, so not compared.
+The row then carries ``traced_vertices_error`` and ``error``.
+
     python benchmarks/w7_pixelised.py [--quick] [--vmap 16] [--backends numba,jax]
 """
 
