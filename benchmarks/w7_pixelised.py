@@ -204,7 +204,6 @@ def _autoarray_case(name, lens, data, pix, repeats):
         fn = lambda: jitted(jnp.asarray(points), vertices)  # noqa: E731
         try:
             row["first_call_s"] = first_call(fn)
-            row["vertices"] = "traced"
         except jax.errors.TracerArrayConversionError as err:
             # Constant regularisation on a Delaunay mesh takes its neighbours from scipy on the
             # mesh grid, which cannot see a traced array: the vertices become a concrete
