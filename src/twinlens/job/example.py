@@ -191,6 +191,44 @@ def config_text(search: dict, backend: str, output: str = "fit_output") -> str:
     return "\n".join(lines) + "\n"
 
 
+def simulate_example_files(
+    directory: str | Path,
+    tracer: Tracer,
+    *,
+    n_pix: int,
+    pixel_scale: float,
+    psf_fwhm: float,
+    psf_size: int,
+    noise: float,
+    seed: int,
+    overwrite: bool,
+) -> Path:
+    """Simulate ``tracer`` on an ``n_pix`` square grid (4 x 4 sub-pixels, finer than any fit's)
+    with a Gaussian PSF and Gaussian noise, and write ``data.fits``, ``noise_map.fits`` and
+    ``psf.fits`` into ``directory``; returns the path its ``fit.toml`` is to take (an existing
+    one is a FileExistsError unless ``overwrite``). The one home of every built-in example's
+    data."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    config = directory / "fit.toml"
+    if config.exists() and not overwrite:
+        raise FileExistsError(f"{config} exists; pass overwrite=True (--overwrite) to replace it")
+    grid = Grid2D.uniform(n_pix, pixel_scale, 4)
+    psf = PSF.gaussian(psf_fwhm, pixel_scale, psf_size)
+    # a one-off image: nothing to memoise, and numpy spares a compile (half a minute cold)
+    with memo.disabled():
+        dataset = simulate(tracer, grid, psf, noise_sigma=noise, seed=seed, backend="numpy")
+    from twinlens.fit import fits_io
+
+    for name, image in (
+        ("data", dataset.data),
+        ("noise_map", dataset.noise_map),
+        ("psf", psf.kernel),
+    ):
+        fits_io.write_image(directory / f"{name}.fits", image, pixel_scale, overwrite)
+    return config
+
+
 def write_example(
     directory: str | Path,
     *,
@@ -201,23 +239,17 @@ def write_example(
 ) -> Path:
     """Simulate the example into ``directory`` (``data.fits``, ``noise_map.fits``, ``psf.fits``)
     and write the ``fit.toml`` that fits it; returns the path of ``fit.toml``."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    config = directory / "fit.toml"
-    if config.exists() and not overwrite:
-        raise FileExistsError(f"{config} exists; pass overwrite=True (--overwrite) to replace it")
-    grid = Grid2D.uniform(N_PIX, PIXEL_SCALE, 4)  # finer than the fit's sub-pixels
-    psf = PSF.gaussian(PSF_FWHM, PIXEL_SCALE, PSF_SIZE)
-    # a one-off image: nothing to memoise, and numpy spares a compile (half a minute cold)
-    with memo.disabled():
-        truth = example_tracer()
-        dataset = simulate(truth, grid, psf, noise_sigma=NOISE, seed=seed, backend="numpy")
-    names = {"data": "data.fits", "noise_map": "noise_map.fits", "psf": "psf.fits"}
-    from twinlens.fit import fits_io
-
-    fits_io.write_image(directory / names["data"], dataset.data, PIXEL_SCALE, overwrite)
-    fits_io.write_image(directory / names["noise_map"], dataset.noise_map, PIXEL_SCALE, overwrite)
-    fits_io.write_image(directory / names["psf"], psf.kernel, PIXEL_SCALE, overwrite)
+    config = simulate_example_files(
+        directory,
+        example_tracer(),
+        n_pix=N_PIX,
+        pixel_scale=PIXEL_SCALE,
+        psf_fwhm=PSF_FWHM,
+        psf_size=PSF_SIZE,
+        noise=NOISE,
+        seed=seed,
+        overwrite=overwrite,
+    )
     search = search or {"name": "nautilus", **EXAMPLE_SEARCH, "seed": seed}
     config.write_text(config_text(search, backend))
     return config
@@ -336,25 +368,17 @@ def write_pixelised_example(
 ) -> Path:
     """Simulate the pixelised example into ``directory`` and write the ``fit.toml`` that fits
     it with a pixelised source; returns the path of ``fit.toml``."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    config = directory / "fit.toml"
-    if config.exists() and not overwrite:
-        raise FileExistsError(f"{config} exists; pass overwrite=True (--overwrite) to replace it")
-    grid = Grid2D.uniform(PIX_N_PIX, PIX_PIXEL_SCALE, 4)  # finer than the fit's sub-pixels
-    psf = PSF.gaussian(PIX_PSF_FWHM, PIX_PIXEL_SCALE, PIX_PSF_SIZE)
-    with memo.disabled():
-        dataset = simulate(
-            pixelised_example_tracer(), grid, psf, noise_sigma=PIX_NOISE, seed=seed, backend="numpy"
-        )
-    from twinlens.fit import fits_io
-
-    for name, image in (
-        ("data", dataset.data),
-        ("noise_map", dataset.noise_map),
-        ("psf", psf.kernel),
-    ):
-        fits_io.write_image(directory / f"{name}.fits", image, PIX_PIXEL_SCALE, overwrite)
+    config = simulate_example_files(
+        directory,
+        pixelised_example_tracer(),
+        n_pix=PIX_N_PIX,
+        pixel_scale=PIX_PIXEL_SCALE,
+        psf_fwhm=PIX_PSF_FWHM,
+        psf_size=PIX_PSF_SIZE,
+        noise=PIX_NOISE,
+        seed=seed,
+        overwrite=overwrite,
+    )
     search = search or {"name": "nautilus", **PIXELISED_SEARCH, "seed": seed}
     config.write_text(pixelised_config_text(search, backend))
     return config

@@ -22,10 +22,8 @@ from typing import Any
 import numpy as np
 
 from twinlens import memo
-from twinlens.fit.imaging import simulate
-from twinlens.fit.psf import PSF
 from twinlens.fit.tracer import Galaxy, Tracer
-from twinlens.grids import Grid2D
+from twinlens.job.example import simulate_example_files
 from twinlens.light import Sersic
 from twinlens.mass import ExternalShear, PowerLaw
 
@@ -223,26 +221,19 @@ def write_timedelay_example(
     overwrite: bool = False,
 ) -> Path:
     """Simulate the time-delay example into ``directory`` and write its ``fit.toml``."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    config = directory / "fit.toml"
-    if config.exists() and not overwrite:
-        raise FileExistsError(f"{config} exists; pass overwrite=True (--overwrite) to replace it")
-    grid = Grid2D.uniform(TD_N_PIX, TD_PIXEL_SCALE, 4)
-    psf = PSF.gaussian(TD_PSF_FWHM, TD_PIXEL_SCALE, TD_PSF_SIZE)
+    config = simulate_example_files(
+        directory,
+        timedelay_tracer(),
+        n_pix=TD_N_PIX,
+        pixel_scale=TD_PIXEL_SCALE,
+        psf_fwhm=TD_PSF_FWHM,
+        psf_size=TD_PSF_SIZE,
+        noise=TD_NOISE,
+        seed=seed,
+        overwrite=overwrite,
+    )
     with memo.disabled():
-        dataset = simulate(
-            timedelay_tracer(), grid, psf, noise_sigma=TD_NOISE, seed=seed, backend="numpy"
-        )
         point = simulated_point_source(seed)
-    from twinlens.fit import fits_io
-
-    for name, image in (
-        ("data", dataset.data),
-        ("noise_map", dataset.noise_map),
-        ("psf", psf.kernel),
-    ):
-        fits_io.write_image(directory / f"{name}.fits", image, TD_PIXEL_SCALE, overwrite)
     search = search or {"name": "nautilus", **TIMEDELAY_SEARCH, "seed": seed}
     config.write_text(timedelay_config_text(search, backend, point))
     return config
