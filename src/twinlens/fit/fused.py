@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend import numba_runtime
-from twinlens.kernels.compile import build, generate
+from twinlens.kernels.compile import BLOCK, build, generate  # one block size: L1-sized
 from twinlens.kernels.registry import Kernel, KernelCall, batch_params
 
 __all__ = ["fused_light"]
@@ -145,10 +145,6 @@ def _compiled(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> A
 
 def _n_scalars(kernel: Kernel) -> int:
     return len(kernel.params) - kernel.components
-
-
-#: points per block of the fused loop: its intermediate arrays (deflections) stay in L1
-BLOCK = 512
 
 
 def _source(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> str:

@@ -189,7 +189,8 @@ def _store(outs: list[str], call: str, index: str, assign: str, indent: str) -> 
     )
 
 
-#: points per block of a component kernel's loop: its sums stay in the L1 cache
+#: points per block of the generated loops that work block by block (component kernels, a
+#: tracer's fused loop): a block's intermediate arrays stay in the L1 cache
 BLOCK = 512
 
 
