@@ -64,20 +64,8 @@ def find_triangles(tri, boxes, sources, slack, out_index, out_count):
 @cache
 def compiled() -> ModuleType:
     """The numba-compiled copy of this module's loops (compiled once, cached on disk)."""
-    import inspect
     import sys
 
     from twinlens.backend import numba_runtime
 
-    numba_runtime.load()
-    source = inspect.getsource(sys.modules[__name__])
-    source = source.replace("prange = range  #", "from numba import njit, prange  #", 1)
-    cache_on = numba_runtime.cache_enabled()
-    module = sys.modules[__name__]
-    # parallel only where a prange loop is (numba warns when parallel=True finds none)
-    source += "\n\n# compiled copies\n" + "".join(
-        f"{name} = njit(parallel={'prange(' in inspect.getsource(getattr(module, name))}, "
-        f"cache={cache_on}, error_model='numpy')({name})\n"
-        for name in _FUNCTIONS
-    )
-    return numba_runtime.import_generated("fit_lens_equation", source)
+    return numba_runtime.compile_module(sys.modules[__name__], _FUNCTIONS, "fit_lens_equation")

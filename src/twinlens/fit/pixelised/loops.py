@@ -247,7 +247,6 @@ def rows_times(indptr, cols, vals, x, out):
 @cache
 def compiled() -> ModuleType:
     """The numba-compiled copy of this module's loops (compiled once, cached on disk)."""
-    import inspect
     import os
     import sys
 
@@ -258,17 +257,4 @@ def compiled() -> ModuleType:
     # waiters change no result. Effective when OpenMP has not started yet in this process.
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
-    numba_runtime.load()
-    source = inspect.getsource(sys.modules[__name__])
-    source = source.replace("prange = range  #", "from numba import njit, prange  #", 1)
-    cache_on = numba_runtime.cache_enabled()
-    module = sys.modules[__name__]
-    # parallel only where a prange loop is: numba warns (an error under the tests' filters)
-    # when parallel=True finds nothing to parallelise, and only when it compiles, not when it
-    # loads its cache, so a warm machine never shows it
-    source += "\n\n# compiled copies\n" + "".join(
-        f"{name} = njit(parallel={'prange(' in inspect.getsource(getattr(module, name))}, "
-        f"cache={cache_on}, error_model='numpy')({name})\n"
-        for name in _FUNCTIONS
-    )
-    return numba_runtime.import_generated("fit_pixelised", source)
+    return numba_runtime.compile_module(sys.modules[__name__], _FUNCTIONS, "fit_pixelised")
