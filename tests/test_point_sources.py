@@ -390,7 +390,13 @@ def test_docs_quickstart_runs(capsys):
     path = Path(__file__).parents[1] / "docs" / "examples" / "point_sources_quickstart.py"
     runpy.run_path(str(path), run_name="__main__")
     out = capsys.readouterr().out
-    assert out.startswith("4 images:") and "D_dt = 2972.4 Mpc" in out
+    # the printed D_dt against astropy's own distances (flat LCDM, H0 = 70, Om0 = 0.3)
+    from astropy.cosmology import FlatLambdaCDM
+
+    cosmo = FlatLambdaCDM(H0=70, Om0=0.3)
+    d_d, d_s = (cosmo.angular_diameter_distance(z).value for z in (0.5, 2.0))
+    d_ds = (cosmo.comoving_distance(2.0) - cosmo.comoving_distance(0.5)).value / 3.0
+    assert out.startswith("4 images:") and f"D_dt = {1.5 * d_d * d_s / d_ds:.1f} Mpc" in out
 
 
 @settings(max_examples=15)
