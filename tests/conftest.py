@@ -27,6 +27,18 @@ settings.load_profile(os.environ.get("TWINLENS_HYPOTHESIS_PROFILE", "default"))
 # result. (Read when OpenMP starts, at the first parallel loop; test subprocesses inherit it.)
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
+# Compiled JAX programs kept on disk, in the folder `twinlens validate`'s workers use (beside the
+# numba loops; TWINLENS_NUMBA_CACHE=0 turns both off): the test processes, the command-line
+# runs they start, and each module after _release_jax_programs cleared the in-memory programs
+# load a program compiled once instead of compiling it again. The default run with the numba
+# loops already on disk: 10 min 10 s without, 6 min 28 s with, the folder empty at the start.
+if "TWINLENS_JAX_CACHE_DIR" not in os.environ:
+    from twinlens.validate import worker_jax_cache
+
+    _jax_cache = worker_jax_cache()
+    if _jax_cache:
+        os.environ["TWINLENS_JAX_CACHE_DIR"] = _jax_cache
+
 
 @pytest.fixture(autouse=True, scope="module")
 def _release_jax_programs():
