@@ -25,7 +25,7 @@ import numpy as np
 
 from twinlens.backend import numba_runtime
 from twinlens.kernels.compile import BLOCK, build, generate  # one block size: L1-sized
-from twinlens.kernels.registry import Kernel, KernelCall, batch_params
+from twinlens.kernels.registry import Kernel, KernelCall, batch_params, read_only
 
 __all__ = ["fused_light"]
 
@@ -116,6 +116,9 @@ def fused_light(
     n_columns = sum(role == "column" for role, _, _ in steps)
     n_out = n_columns + int(has_fixed)
     outs = [np.empty(n_batch * xs.shape[0]) for _ in range(n_out)]
+    # the coordinates as the loop was compiled for (contiguous, read-only): a grid's column is
+    # a strided read-only view, and a call with another array type compiles the loop again
+    xs, ys = (read_only(np.ascontiguousarray(a, dtype=float)) for a in (xs, ys))
     loop(*outs, n_batch, xs, ys, *(r.stored for r in stored), *scalar_arrays, *comp_arrays)
     shaped = [o.reshape(n_batch, xs.shape[0]) if batched else o for o in outs]
     if has_fixed:
@@ -132,7 +135,8 @@ def _compiled(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> A
     n_mass, n_light = n_stored
     n_out = sum(role == "column" for role, _, _ in signature)
     n_out += int(n_light > 0 or any(role == "fixed" for role, _, _ in signature))
-    dummy: list[Any] = [np.zeros(1) for _ in range(n_out)] + [1, np.zeros(1), np.zeros(1)]
+    dummy: list[Any] = [np.zeros(1) for _ in range(n_out)] + [1]
+    dummy += [read_only(np.zeros(1)), read_only(np.zeros(1))]
     stored = [np.zeros((2, 1))] * n_mass + [np.zeros(1)] * n_light
     for a in stored:
         a.setflags(write=False)  # the memo's arrays are read-only: a distinct numba type

@@ -169,7 +169,7 @@ class Kernel:
             shape = ins[0].shape
             flat = [np.ascontiguousarray(a).reshape(-1) for a in ins]
             if backend == "numba":
-                flat = [_read_only(a) for a in flat]
+                flat = [read_only(a) for a in flat]
             pars = [_param(p, self.input_dtype) for p in args[n_in:]]
             raw = self.implementation(backend)(*flat, *pars)
             out = tuple(
@@ -213,7 +213,7 @@ class Kernel:
                 f"(n,) or ({n_batch}, n), got {shape}"
             )
         if backend == "numba":
-            flat = [_read_only(a) for a in flat]
+            flat = [read_only(a) for a in flat]
         if "numba" in self.impls:
             # A hand-written kernel sets up from scalar params (the power law picks its series
             # length from the ellipticity), on numba and in its numpy point function alike: its
@@ -282,7 +282,7 @@ def batch_params(
     return n_batch, scalar_arrays, component_arrays
 
 
-def _read_only(a: np.ndarray) -> np.ndarray:
+def read_only(a: np.ndarray) -> np.ndarray:
     """A read-only view of ``a`` (no copy), the one kind of per-point input a numba loop sees.
 
     numba compiles a loop again for each combination of read-only and writeable arguments.
