@@ -8,6 +8,7 @@ sub-pixels, ``scipy.signal.convolve2d`` for the PSF, and chi-squared by hand.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import scipy.optimize
 import scipy.signal
 import scipy.special
 
+from twinlens.fit import nnls
 from twinlens.fit.imaging import Imaging, simulate
 from twinlens.fit.likelihood import FitImaging, log_likelihood
 from twinlens.fit.nnls import nnls_gram
@@ -223,6 +225,25 @@ def test_nnls_batched_equals_one_by_one():
     for i in range(9):
         expected, _ = scipy.optimize.nnls(c[i].T, r[i])
         assert batch[i] == pytest.approx(expected, abs=1e-10)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("n_problems", [1, 3])
+def test_nnls_that_runs_out_of_steps_says_so(backend, n_problems, monkeypatch):
+    # six unknowns, all positive at the optimum: the active set needs six outer steps
+    rng = np.random.default_rng(7)
+    c = rng.normal(size=(n_problems, 6, 40))
+    r = np.einsum("bkn,bk->bn", c, 1.0 + rng.random((n_problems, 6)))
+    gram, rhs = c @ np.swapaxes(c, -1, -2), np.einsum("bkn,bn->bk", c, r)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # within the default limit: solved, and silent
+        nnls_gram(gram, rhs, backend)
+    monkeypatch.setattr(nnls, "MAX_ITER_PER_UNKNOWN", 0)  # one step allowed
+    with pytest.warns(RuntimeWarning, match=f"{n_problems} of {n_problems} problems .6 unknowns"):
+        stopped = nnls_gram(gram, rhs, backend)
+    assert np.all(np.isfinite(stopped)) and np.all(stopped >= 0.0)
+    expected, _ = scipy.optimize.nnls(c[0].T, r[0])
+    assert not np.allclose(stopped[0], expected)  # the warning is not a false alarm
 
 
 def test_poisson_simulation_has_the_noise_its_map_states():

@@ -12,6 +12,10 @@ and a fixed shape for JAX. numba runs a plain loop per problem and parallelises 
 batch; JAX runs the same steps in ``lax.while_loop`` (which vmap batches). The two are written
 separately because one needs data-dependent Python loops and the other traced control flow.
 
+Each loop allows ``3 k + 1`` steps (:data:`MAX_ITER_PER_UNKNOWN`); on numpy and numba a problem
+that runs out is reported by a ``RuntimeWarning``, since its answer is approximate. The JAX
+solver returns its last iterate without a word (a compiled program cannot warn).
+
 The minimum chi-squared does not depend on how ``a`` was found (its derivative with respect to
 ``a`` vanishes at the optimum, or ``a`` sits on a bound), so JAX treats ``a`` as a constant when
 differentiating the likelihood: the gradient with respect to non-linear parameters is exact.
@@ -19,6 +23,7 @@ differentiating the likelihood: the gradient with respect to non-linear paramete
 
 from __future__ import annotations
 
+import warnings
 from functools import cache
 from typing import Any
 
@@ -26,7 +31,9 @@ import numpy as np
 
 __all__ = ["nnls_gram"]
 
-MAX_ITER_PER_UNKNOWN = 3  # Lawson-Hanson needs at most a few passes per unknown in practice
+#: Active-set steps allowed per unknown (outer and inner loops each): Lawson-Hanson needs at most
+#: a few passes per unknown in practice. A problem that runs out is reported (numpy, numba).
+MAX_ITER_PER_UNKNOWN = 3
 TOLERANCE = 1e-12  # relative to the largest diagonal entry of G times the largest |a|
 
 
@@ -48,12 +55,27 @@ def nnls_gram(gram: Any, rhs: Any, backend: str) -> Any:
     k = rhs.shape[-1]
     g2 = gram.reshape(-1, k, k)
     r2 = rhs.reshape(-1, k)
+    limit = MAX_ITER_PER_UNKNOWN * k + 1
     if backend == "numba":
         # one problem is microseconds of work: a parallel launch would cost more than it
         one, batch = _numba_solvers()
-        out = one(g2[0], r2[0])[None, :] if r2.shape[0] == 1 else batch(g2, r2)
+        if r2.shape[0] == 1:
+            x, ok = one(g2[0], r2[0], limit)
+            out, converged = x[None, :], np.array([ok])
+        else:
+            out, converged = batch(g2, r2, limit)
     else:
-        out = np.stack([_solve_one(g2[i], r2[i]) for i in range(r2.shape[0])])
+        solved = [_solve_one(g2[i], r2[i], limit) for i in range(r2.shape[0])]
+        out = np.stack([x for x, _ in solved])
+        converged = np.array([ok for _, ok in solved])
+    if not converged.all():
+        warnings.warn(
+            f"non-negative least squares: {int((~converged).sum())} of {converged.size} "
+            f"problems ({k} unknowns) did not converge in {limit} active-set steps; their "
+            "intensities, and the likelihood from them, are approximate (twinlens.fit.nnls)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return out.reshape(*lead, k)
 
 
@@ -63,29 +85,35 @@ def _masked_system(gram, rhs, passive, xp):
     return xp.where(keep, gram, eye), xp.where(passive, rhs, 0.0)
 
 
-def _solve_one(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """One problem, in plain loops (numpy; compiled as is by numba)."""
+def _solve_one(gram: np.ndarray, rhs: np.ndarray, limit: int) -> tuple[np.ndarray, bool]:
+    """One problem, in plain loops (numpy; compiled as is by numba): ``(a, converged)``, where
+    ``converged`` is False when a loop ran out of its ``limit`` steps first."""
     k = rhs.shape[0]
     x = np.zeros(k)
     passive = np.zeros(k, dtype=np.bool_)
     scale = max(np.max(np.abs(np.diag(gram))), 1e-300)
     tol = TOLERANCE * scale * max(1.0, np.max(np.abs(rhs)) / scale)
-    for _ in range(MAX_ITER_PER_UNKNOWN * k + 1):
+    optimal = False  # no inactive unknown can lower the objective: the KKT conditions hold
+    settled = True  # every inner loop reached the passive set's own minimum
+    for _ in range(limit):
         w = rhs - gram @ x
         best = -1
         for j in range(k):
             if not passive[j] and w[j] > tol and (best < 0 or w[j] > w[best]):
                 best = j
         if best < 0:
+            optimal = True
             break
         passive[best] = True
-        for _inner in range(MAX_ITER_PER_UNKNOWN * k + 1):
+        feasible = False
+        for _inner in range(limit):
             keep = passive.reshape(-1, 1) & passive.reshape(1, -1)
             sub = np.where(keep, gram, np.eye(k))
             z = np.linalg.solve(sub, np.where(passive, rhs, 0.0))
             bad = passive & (z <= 0.0)
             if not bad.any():
                 x = z
+                feasible = True
                 break
             alpha = 1.0
             for j in range(k):
@@ -96,7 +124,8 @@ def _solve_one(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
                 if passive[j] and x[j] <= 0.0:
                     passive[j] = False
                     x[j] = 0.0
-    return x
+        settled = settled and feasible
+    return x, optimal and settled
 
 
 _NUMBA_SOURCE = """\
@@ -111,16 +140,19 @@ _one = njit(error_model="numpy")(_source)
 
 
 @njit(cache={cache}, error_model="numpy")
-def one(gram, rhs):
-    return _one(gram, rhs)
+def one(gram, rhs, limit):
+    return _one(gram, rhs, limit)
 
 
 @njit(parallel=True, cache={cache}, error_model="numpy")
-def batch(gram, rhs):
+def batch(gram, rhs, limit):
     out = np.empty_like(rhs)
+    converged = np.empty(rhs.shape[0], dtype=np.bool_)
     for i in prange(rhs.shape[0]):
-        out[i] = _one(gram[i], rhs[i])
-    return out
+        x, ok = _one(gram[i], rhs[i], limit)
+        out[i] = x
+        converged[i] = ok
+    return out, converged
 """
 
 
