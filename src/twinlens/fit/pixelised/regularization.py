@@ -123,7 +123,10 @@ class Constant(Regularization):
 @dataclass(frozen=True, eq=False)
 class Curvature(Regularization):
     """Curvature regularisation on a rectangular mesh:
-    ``s^T H s = sum (s_l - 2 s_m + s_r)^2`` over three consecutive pixels of a row or column."""
+    ``s^T H s = sum (s_l - 2 s_m + s_r)^2`` over three consecutive pixels of a row or column.
+
+    The second difference is in pixel index, whatever the spacing: on a mesh with unequal
+    column widths (``RectangularAdaptDensity``) it is not the source's second derivative."""
 
     def structure(self, mesh: MeshMapping, xp: Any = np) -> Any:
         """Sum of the outer products of the second-difference stencils."""
