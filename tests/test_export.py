@@ -190,6 +190,28 @@ def test_point_estimates_are_plain_numbers_and_entities_named(tmp_path):
                     assert type(param["point_estimate"]["value"]) is float
 
 
+def test_galaxy_redshifts_are_written_and_a_disagreeing_argument_refused(tmp_path):
+    base = _tracer((0.1, 0.0), (0.0, 0.1), (0.2, 0.1))
+    lens, satellite = base.lenses
+    # a multi-plane configuration: each galaxy carries its own redshift
+    tracer = Tracer(
+        (Galaxy(lens.mass, lens.light, redshift=0.4), Galaxy(satellite.mass, redshift=0.9)),
+        Galaxy(light=base.sources[0].light, redshift=2.1),
+    )
+    doc = json.loads(_export(tracer, tmp_path).read_text())
+    names = [(e["name"], e["redshift"]) for e in doc["lensing_entities"]]
+    assert names == [
+        ("lens 0", 0.4),
+        ("lens 0 ExternalShear", 0.4),
+        ("lens 1", 0.9),
+        ("source 0", 2.1),
+    ]
+    # the argument agreeing with every lens is accepted; one that disagrees names both
+    _export(tracer, tmp_path, "same.json", source_redshift=2.1)
+    with pytest.raises(ValueError, match=r"lenses\[1\].redshift is 0.9 but lens_redshift=0.4"):
+        to_coolest(tracer, tmp_path / "bad.json", lens_redshift=0.4)
+
+
 # -- conventions, checked independently -----------------------------------------------------
 
 

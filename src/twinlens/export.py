@@ -623,6 +623,20 @@ def _sub_size_note(sub_size: Any) -> Any:
 # -- to COOLEST ------------------------------------------------------------------------------
 
 
+def _entity_redshift(galaxy: Any, where: str, argument: str, default: float | None) -> Any:
+    """A galaxy's own redshift (``Galaxy.redshift``), else the ``lens_redshift`` or
+    ``source_redshift`` argument; the two must not disagree."""
+    own = galaxy.redshift
+    if own is None:
+        return default
+    if default is not None and own != default:
+        raise ValueError(
+            f"{where}.redshift is {own} but {argument}={default}: give the redshift once "
+            "(the Galaxy's, which multi-plane lensing reads, or the argument)"
+        )
+    return own
+
+
 def to_coolest(
     tracer: Tracer,
     path: str | os.PathLike[str],
@@ -669,7 +683,9 @@ def to_coolest(
     mode : {"MAP", "MOCK"}
         COOLEST's mode: a fitted model (with posterior statistics) or a mock.
     lens_redshift, source_redshift : float, optional
-        Written on the lens and source entities (null when not given).
+        Written on the lens and source entities whose galaxy has no ``redshift`` of its own
+        (null when neither is given). A galaxy's own redshift (a multi-plane lens) is written
+        as it is; an argument that disagrees with it is an error.
     unsupported_light : {"skip", "raise"}
         What to do with light profiles COOLEST cannot describe: leave them out with a warning
         (and list them in the metadata), or raise ``ValueError``.
@@ -712,11 +728,12 @@ def to_coolest(
 
     entities: list[Any] = []
     owners: list[tuple[list[_Export], list[_Export]]] = []
-    for role, galaxies, label, z in (
+    for role, galaxies, label, default in (
         ("lenses", tracer.lenses, "lens", lens_redshift),
         ("sources", tracer.sources, "source", source_redshift),
     ):
         for i in range(len(galaxies)):
+            z = _entity_redshift(galaxies[i], f"{role}[{i}]", f"{label}_redshift", default)
             mine = [e for e in exports if e.galaxy == f"{role}[{i}]"]
             mass = [e for e in mine if e.model == "mass" and not e.field]
             light = [e for e in mine if e.model == "light"]
