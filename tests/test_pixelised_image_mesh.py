@@ -55,6 +55,19 @@ def test_same_inputs_same_vertices():
     assert np.all(np.lexsort((a[:, 0], a[:, 1])) == np.arange(len(a)))
 
 
+@pytest.mark.parametrize("n_vertices", [3, 4, 40])
+def test_vertices_are_masked_in_pixel_centres_on_an_annular_mask(n_vertices):
+    """Three clusters of a ring are arcs of 120 degrees, whose means lie at 0.83 of the ring's
+    radius, inside the hole of this mask: every vertex is nevertheless a pixel it uses."""
+    grid = Grid2D.uniform(60, 0.05).annular_mask(1.0, 1.3)
+    v = kmeans_vertices(grid, np.ones(grid.shape), n_vertices)
+    used = {(x, y) for x, y in zip(grid.x[grid.used], grid.y[grid.used], strict=True)}
+    assert all((x, y) in used for x, y in v)
+    assert len(np.unique(v, axis=0)) == n_vertices
+    r = np.hypot(v[:, 0], v[:, 1])
+    assert np.all((r >= 1.0) & (r <= 1.3))
+
+
 @pytest.mark.parametrize("shape", [(10, 10), (14, 14)])
 def test_evidence_not_worse_than_the_overlay_at_equal_vertex_count(shape):
     """On the simulated irregular source (two clumps and a Sersic), vertices clustered on the

@@ -103,9 +103,10 @@ def kmeans_vertices(
     Returns
     -------
     float array (n_vertices, 2)
-        Vertex positions ``(x, y)``, arcsec, each the weighted mean of its cluster's pixel
-        centres, sorted by ``y`` then ``x``; read-only. Pass them as
-        ``Delaunay(image_vertices=...)``.
+        Vertex positions ``(x, y)``, arcsec: for each cluster, its pixel centre nearest the
+        cluster's weighted mean (so every vertex is a masked-in pixel centre, also on an
+        annular mask, where a mean can fall in the hole), sorted by ``y`` then ``x``;
+        read-only. Pass them as ``Delaunay(image_vertices=...)``.
     """
     from scipy.spatial import cKDTree
 
@@ -149,6 +150,15 @@ def kmeans_vertices(
         filled = total > 0  # a cluster of weightless pixels keeps its centre
         centres[filled, 0] = sx[filled] / total[filled]
         centres[filled, 1] = sy[filled] / total[filled]
+    # A cluster's mean can lie off the mask: an arc of an annular mask has its mean towards
+    # the ring's centre, in the hole, where a vertex traces to a far corner of the source
+    # plane and wastes a pixel. Each vertex moves to its cluster's pixel nearest the mean
+    # (clusters share no pixel, so the vertices stay distinct).
+    labels = cKDTree(centres).query(points)[1]
+    d2 = np.sum((points - centres[labels]) ** 2, axis=1)
+    order = np.lexsort((d2, labels))
+    nearest = order[np.r_[True, labels[order][1:] != labels[order][:-1]]]
+    centres[labels[nearest]] = points[nearest]
     out = centres[np.lexsort((centres[:, 0], centres[:, 1]))]
     out.setflags(write=False)
     return out
