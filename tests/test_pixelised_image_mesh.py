@@ -72,8 +72,9 @@ def test_vertices_are_masked_in_pixel_centres_on_an_annular_mask(n_vertices):
 def test_evidence_not_worse_than_the_overlay_at_equal_vertex_count(shape):
     """On the simulated irregular source (two clumps and a Sersic), vertices clustered on the
     data's brightness score a higher best-lambda log-evidence than the overlay's at the same
-    count (measured +24.1 at 96 vertices, +7.5 at 176, +6.9 at 292). The evidence of a mesh varies by several units with the vertices' exact places,
-    so a clustering is not better at every count and seed."""
+    count (measured +24.1 at 96 vertices, +7.5 at 176, +6.9 at 292). The evidence of a mesh
+    varies by several units with the vertices' exact places, so a clustering is not better at
+    every count and seed."""
     dataset = small_dataset()
     tracer = lens_tracer()
     n = len(overlay_points(dataset.grid, shape))
