@@ -173,6 +173,21 @@ def test_linear_lens_light_with_free_parameters_in_a_likelihood(dataset):
         assert rel(a, fit.log_likelihood) < 1e-10 and rel(b, fit.log_likelihood) < 1e-10
 
 
+def test_memory_estimate_counts_the_jointly_solved_lens_light(dataset):
+    """Each linear lens-light column joins the source pixels' mapping matrix and the dense
+    solve: the estimate per evaluation grows by at least those columns' bytes."""
+    free = ("lenses[0].mass[0].einstein_radius",)
+    alone = ImagingLikelihood(dataset, Tracer(Galaxy(mass=MASS), Galaxy(light=pix())), free)
+    joint = Tracer(
+        Galaxy(mass=MASS, light=LinearSersic(effective_radius=0.8, sersic_index=2.0)),
+        Galaxy(light=pix()),
+    )
+    with_light = ImagingLikelihood(dataset, joint, free)
+    assert joint.n_linear == 1
+    column = 8 * dataset.mask_index.size  # one float64 per masked-in pixel
+    assert with_light.bytes_per_evaluation() - alone.bytes_per_evaluation() >= column
+
+
 # -- ImagingLikelihood on both backends ------------------------------------------------------
 
 

@@ -256,8 +256,9 @@ class ImagingLikelihood(ValueIdentity):
             vertices = mesh.image_plane_vertices(self.dataset.grid)
             n_source = mesh.n_pixels if vertices is None else len(vertices)
             n_mask = self.dataset.mask_index.size
-            terms = n_source
-            extra = 8 * (4 * n_mask * n_source + 6 * n_source * n_source)
+            # a linear lens light is solved jointly: its columns stand beside the pixels'
+            terms = n_source + self.model.n_linear
+            extra = 8 * (4 * n_mask * terms + 6 * terms * terms)
             return int(8 * n_points * 20 + 8 * n_pix * terms * 4 + extra)
         return int(8 * n_points * (10 + 2 * terms) + 8 * n_pix * terms * 8)
 
