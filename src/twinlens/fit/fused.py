@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from twinlens.backend import numba_runtime
 from twinlens.kernels.compile import BLOCK, build, generate  # one block size: L1-sized
 from twinlens.kernels.registry import Kernel, KernelCall, batch_params, read_only
 
@@ -108,10 +107,8 @@ def fused_light(
     except ValueError:
         return None
     batched = any(np.ndim(p) > 0 for p in scalars) or any(np.ndim(c) > 1 for c in comps)
-    # parallel over members when there are enough to share out, else over points
-    by_member = n_batch >= 2 * numba_runtime.get_num_threads()
     signature = tuple((role, call.kernel, plane) for role, call, plane in steps)
-    loop = _compiled(signature, (len(stored_mass), len(stored_light)), by_member)
+    loop = _compiled(signature, (len(stored_mass), len(stored_light)))
     has_fixed = any(role == "fixed" for role, _, _ in steps) or bool(stored_light)
     n_columns = sum(role == "column" for role, _, _ in steps)
     n_out = n_columns + int(has_fixed)
@@ -127,10 +124,10 @@ def fused_light(
 
 
 @cache
-def _compiled(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> Any:
+def _compiled(signature: tuple, n_stored: tuple[int, int]) -> Any:
     """The compiled loop for a plan ``signature`` (``(role, kernel, plane)`` per step) with
     ``n_stored`` memo fields (deflections, images)."""
-    source = _source(signature, n_stored, by_member)
+    source = _source(signature, n_stored)
     stem = "fused_" + "_".join(k.name.replace(".", "_") for _, k, _ in signature)[:80]
     n_mass, n_light = n_stored
     n_out = sum(role == "column" for role, _, _ in signature)
@@ -151,10 +148,10 @@ def _n_scalars(kernel: Kernel) -> int:
     return len(kernel.params) - kernel.components
 
 
-def _source(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> str:
+def _source(signature: tuple, n_stored: tuple[int, int]) -> str:
     """The generated module: per block of ``BLOCK`` points, one pass over the block per step
     (sum the deflections into ``ax, ay``, then add or write each light term at the traced
-    rays); the parallel loop runs over batch members (``by_member``) or over the blocks.
+    rays); the parallel loop runs over every (batch member, block) pair.
 
     A pass per step, not one loop body for the whole tracer: LLVM vectorises each kernel's
     pass on its own, where the whole model in one body vectorised worse (W5 on one core: the
@@ -229,8 +226,8 @@ def _source(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> str
         passes.append(lines + ["    " + line for line in _pass(body)])
     outputs = (["o0"] if has_fixed else []) + [f"o{k}" for k in range(1, 1 + n_columns)]
     scalars += factors
-    # per-member scalars are read once per member, outside the parallel loop over blocks, so
-    # each pass is the same straight-line code as a single evaluation's
+    # per-member scalars are read once per (member, block) pair, before the passes, so each
+    # pass is the same straight-line code as a single evaluation's
     loads = [f"{p}_b = {p}[b]" for p in scalars]
     block = ["s = blk * BLOCK", "e = min(s + BLOCK, n)", "m = e - s"]
     block += ["xb = xs[s:e]", "yb = ys[s:e]"]
@@ -242,11 +239,7 @@ def _source(signature: tuple, n_stored: tuple[int, int], by_member: bool) -> str
     for lines in passes:
         block += lines
     loop = _LOOP.format(
-        block_size=BLOCK,
-        members="prange" if by_member else "range",
-        blocks="range" if by_member else "prange",
-        loads="\n".join(" " * 8 + line for line in loads) or "        pass",
-        block="\n".join(" " * 12 + line for line in block),
+        block_size=BLOCK, body="\n".join(" " * 8 + line for line in [*loads, *block])
     )
     arguments = [*outputs, "n_batch", "xs", "ys", *stored, *scalars, *comps]
     return generate("a tracer's deflections and light, block by block", points, arguments, loop)
@@ -257,11 +250,16 @@ def _pass(body: list[str]) -> list[str]:
     return ["for i in range(m):", *("    " + line for line in body)]
 
 
+# One parallel loop over every (member, block) pair serves a single evaluation and a batch
+# alike. A loop parallel over members for batches and over blocks for one member compiled each
+# fused loop twice where both ran (a fit's batches and its single evaluations): 8 to 34 s of
+# CPU cold for the second (W5's batch of 8: 7.8 s first call, now 0.08 s).
 _LOOP = """\
     BLOCK = {block_size}
     n = xs.shape[0]
-    for b in {members}(n_batch):
-{loads}
-        for blk in {blocks}((n + BLOCK - 1) // BLOCK):
-{block}
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    for t in prange(n_batch * n_blocks):
+        b = t // n_blocks
+        blk = t % n_blocks
+{body}
 """
