@@ -134,10 +134,8 @@ def _compiled(signature: tuple, n_stored: tuple[int, int]) -> Any:
     n_out += int(n_light > 0 or any(role == "fixed" for role, _, _ in signature))
     dummy: list[Any] = [np.zeros(1) for _ in range(n_out)] + [1]
     dummy += [read_only(np.zeros(1)), read_only(np.zeros(1))]
-    stored = [np.zeros((2, 1))] * n_mass + [np.zeros(1)] * n_light
-    for a in stored:
-        a.setflags(write=False)  # the memo's arrays are read-only: a distinct numba type
-    dummy += stored
+    # the memo's arrays are read-only: a distinct numba type
+    dummy += [read_only(np.zeros((2, 1)))] * n_mass + [read_only(np.zeros(1))] * n_light
     dummy += [np.full(1, 0.5) for _, k, _ in signature for _ in range(_n_scalars(k))]
     dummy += [np.full(1, 0.5)] * (n_mass + n_light)
     dummy += [np.full((1, 1), 0.5) for _, k, _ in signature for _ in range(k.components)]

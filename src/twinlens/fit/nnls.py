@@ -55,7 +55,7 @@ def nnls_gram(gram: Any, rhs: Any, backend: str) -> Any:
     k = rhs.shape[-1]
     g2 = gram.reshape(-1, k, k)
     r2 = rhs.reshape(-1, k)
-    limit = MAX_ITER_PER_UNKNOWN * k + 1
+    limit = _step_limit(k)
     if backend == "numba":
         # one problem is microseconds of work: a parallel launch would cost more than it
         one, batch = _numba_solvers()
@@ -77,6 +77,11 @@ def nnls_gram(gram: Any, rhs: Any, backend: str) -> Any:
             stacklevel=2,
         )
     return out.reshape(*lead, k)
+
+
+def _step_limit(k: int) -> int:
+    """Steps each loop of the solver may take for ``k`` unknowns (read at call time)."""
+    return MAX_ITER_PER_UNKNOWN * k + 1
 
 
 def _masked_system(gram, rhs, passive, xp):
@@ -184,7 +189,7 @@ def _jax_solver():
         k = rhs.shape[0]
         scale = jnp.maximum(jnp.max(jnp.abs(jnp.diag(gram))), 1e-300)
         tol = TOLERANCE * scale * jnp.maximum(1.0, jnp.max(jnp.abs(rhs)) / scale)
-        limit = MAX_ITER_PER_UNKNOWN * k + 1
+        limit = _step_limit(k)
 
         def inner(state):
             x, passive, _, n = state

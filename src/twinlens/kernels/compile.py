@@ -292,9 +292,9 @@ def numba_batched_loop(kernel: Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
 
 def _input_dummy(dtype: str) -> np.ndarray:
     # per-point inputs reach the loops read-only (a distinct numba type from writeable)
-    a = np.zeros(1, dtype=dtype)
-    a.flags.writeable = False
-    return a
+    from twinlens.kernels.registry import read_only
+
+    return read_only(np.zeros(1, dtype=dtype))
 
 
 def compile_quietly(loop: Callable, *dummy: Any) -> Callable:
