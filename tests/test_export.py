@@ -23,6 +23,7 @@ from coolest.api.profiles import light as coolest_light
 from coolest.api.profiles import mass as coolest_mass
 
 from twinlens.export import from_coolest, to_coolest
+from twinlens.fit.multiplane import MultiPlaneTracer
 from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.light import (
     CoreSersic,
@@ -183,6 +184,9 @@ def test_point_estimates_are_plain_numbers_and_entities_named(tmp_path):
     ]
     sis = doc["lensing_entities"][2]["mass_model"][1]["parameters"]
     assert (sis["q"]["point_estimate"]["value"], sis["q"]["fixed"]) == (1.0, True)
+    back = from_coolest(path)  # one lens plane: a Tracer, each galaxy at its redshift
+    assert type(back) is Tracer
+    assert [g.redshift for g in (*back.lenses, *back.sources)] == [0.3, 0.3, 1.7]
     for entity in doc["lensing_entities"]:
         for model in ("mass_model", "light_model"):
             for profile in entity.get(model, []):
@@ -207,7 +211,12 @@ def test_galaxy_redshifts_are_written_and_a_disagreeing_argument_refused(tmp_pat
         ("source 0", 2.1),
     ]
     # the argument agreeing with every lens is accepted; one that disagrees names both
-    _export(tracer, tmp_path, "same.json", source_redshift=2.1)
+    path = _export(tracer, tmp_path, "same.json", source_redshift=2.1)
+    # read back, the redshifts make a multi-plane lens: the one built from the galaxies
+    back = from_coolest(path)
+    assert isinstance(back, MultiPlaneTracer) and back.z_source == 2.1
+    assert [g.redshift for g in (*back.lenses, *back.sources)] == [0.4, 0.9, 2.1]
+    _assert_same_fields(MultiPlaneTracer(tracer.lenses, tracer.sources, z_source=2.1), back)
     with pytest.raises(ValueError, match=r"lenses\[1\].redshift is 0.9 but lens_redshift=0.4"):
         to_coolest(tracer, tmp_path / "bad.json", lens_redshift=0.4)
 
@@ -690,9 +699,31 @@ def test_foreign_file_read_and_checked_with_coolest_code(tmp_path):
     np.testing.assert_allclose(theirs, image, rtol=1e-10, atol=1e-10 * image.max())
 
 
-def test_foreign_file_with_two_lens_planes_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="one lens plane"):
-        from_coolest(_foreign_file(tmp_path, field_z=0.8))
+def test_foreign_file_with_two_lens_planes_reads_as_multi_plane(tmp_path):
+    tracer = from_coolest(_foreign_file(tmp_path, field_z=0.8))
+    assert isinstance(tracer, MultiPlaneTracer)
+    assert (tracer.plane_redshifts, tracer.z_source) == ((0.5, 0.8), 2.0)
+    # the same profiles read on one plane (checked against COOLEST's code above), put on
+    # their planes by hand: the shear behind the main lens deflects the deflected rays
+    (tmp_path / "one").mkdir()
+    main, shear, companion = from_coolest(_foreign_file(tmp_path / "one")).lenses
+    expected = MultiPlaneTracer(
+        (main, Galaxy(shear.mass, redshift=0.8), companion), tracer.sources, z_source=2.0
+    )
+    _assert_same_fields(expected, tracer)
+    single = Tracer((main, shear, companion), tracer.sources)
+    assert not np.allclose(single.deflections(XY, "numpy"), tracer.deflections(XY, "numpy"))
+
+
+def test_several_lens_planes_need_a_source_redshift(tmp_path):
+    lens = _tracer((0.1, 0.0), (0.0, 0.1), (0.2, 0.1)).lenses
+    tracer = Tracer(
+        (Galaxy(lens[0].mass, redshift=0.4), Galaxy(lens[1].mass, redshift=0.9)),
+        Galaxy(light=Sersic()),
+    )
+    path = _export(tracer, tmp_path)
+    with pytest.raises(ValueError, match=r"several redshifts \[0.4, 0.9\].*source redshifts"):
+        from_coolest(path)
 
 
 def test_foreign_profiles_without_equivalent(tmp_path):

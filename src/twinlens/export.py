@@ -54,8 +54,11 @@ a source's mass, which a tracer ignores, is not written). Redshifts are written 
 ``meta["twinlens"]["profiles"]`` maps each COOLEST profile id to our profile's path and class,
 so :func:`from_coolest` rebuilds the same galaxies (a ``MassSum`` comes back as its parts).
 For a file without that record, every entity becomes a galaxy of its own: a lens if it has
-mass; a light-only galaxy is a lens-plane galaxy if its redshift is at most the lenses', and
-otherwise (or with no redshifts) a source.
+mass; a light-only galaxy is a lens-plane galaxy if its redshift is at most the farthest
+lens's, and otherwise (or with no redshifts) a source. Each galaxy read back carries its
+entity's redshift (``Galaxy.redshift``); when the lenses lie at more than one redshift the
+result is a :class:`~twinlens.fit.multiplane.MultiPlaneTracer` whose ``z_source`` is the
+sources' (they must share one), with the default cosmology.
 
 Priors
 ------
@@ -831,7 +834,9 @@ _PATH = re.compile(r"(lenses|sources)\[(\d+)\]\.(mass|light)\[(\d+)\]((?:\.profi
 
 
 def from_coolest(path: str | os.PathLike[str], *, unsupported_light: str = "skip") -> Tracer:
-    """Read a COOLEST template's point estimates as a :class:`~twinlens.fit.tracer.Tracer`.
+    """Read a COOLEST template's point estimates as a :class:`~twinlens.fit.tracer.Tracer`
+    (a :class:`~twinlens.fit.multiplane.MultiPlaneTracer` when its lenses lie at several
+    redshifts; every galaxy carries its entity's redshift).
 
     COOLEST ``SIE``, ``PEMD``, ``ExternalShear`` and ``ConvergenceSheet`` mass profiles
     become ``SIE``, ``PowerLaw``, ``ExternalShear`` and ``MassSheet``; ``Sersic`` light a
@@ -888,11 +893,29 @@ def from_coolest(path: str | os.PathLike[str], *, unsupported_light: str = "skip
             UserWarning,
             stacklevel=2,
         )
-    placed = _place_recorded(read, record)
+    placed = _place_recorded(read, record, entities)
     if placed is None:
         placed = _place_by_entity(read, entities)
-    lenses, sources = placed
-    return Tracer(tuple(lenses), tuple(sources))
+    return _tracer_of(*placed)
+
+
+def _tracer_of(lenses: list[Galaxy], sources: list[Galaxy]) -> Tracer:
+    """A :class:`Tracer`, or a :class:`~twinlens.fit.multiplane.MultiPlaneTracer` when the
+    lens galaxies lie at more than one redshift (a single-plane tracer would ignore that)."""
+    planes = sorted({g.redshift for g in lenses if g.redshift is not None})
+    if len(planes) < 2:
+        return Tracer(tuple(lenses), tuple(sources))
+    missing = [f"lenses[{i}]" for i, g in enumerate(lenses) if g.redshift is None]
+    z_sources = {g.redshift for g in sources}
+    if missing or len(z_sources) != 1 or None in z_sources:
+        raise ValueError(
+            f"lens galaxies at several redshifts {planes} make a multi-plane lens, which needs "
+            "a redshift on every lens entity and one common redshift on the sources; "
+            + (f"{', '.join(missing)} have none" if missing else f"source redshifts {z_sources}")
+        )
+    from twinlens.fit.multiplane import MultiPlaneTracer
+
+    return MultiPlaneTracer(tuple(lenses), tuple(sources), z_source=z_sources.pop())
 
 
 def _value(profile: Any, name: str, where: str) -> float:
@@ -949,12 +972,21 @@ def _read_profile(profile: Any, model: str, where: str, kind: str | None) -> Any
     return Sersic(**shape, sersic_index=n, intensity=intensity)
 
 
-def _place_recorded(read: list, record: Any) -> tuple[list[Galaxy], list[Galaxy]] | None:
-    """Galaxies as :func:`to_coolest` recorded them, or None without a full record."""
+def _redshift(entity: Any) -> float | None:
+    z = getattr(entity, "redshift", None)
+    return None if z is None else float(z)
+
+
+def _place_recorded(
+    read: list, record: Any, entities: list
+) -> tuple[list[Galaxy], list[Galaxy]] | None:
+    """Galaxies as :func:`to_coolest` recorded them, or None without a full record; each
+    galaxy at its entities' redshift."""
     if not isinstance(record, dict):
         return None
     slots: dict[tuple[str, int], dict[str, list]] = {}
-    for _, model, profile, ours in read:
+    redshifts: dict[tuple[str, int], set] = {}
+    for k, model, profile, ours in read:
         entry = record.get(profile.id)
         match = _PATH.fullmatch(entry.get("path", "")) if isinstance(entry, dict) else None
         if match is None or match.group(3) != model:
@@ -962,25 +994,27 @@ def _place_recorded(read: list, record: Any) -> tuple[list[Galaxy], list[Galaxy]
         role, index, _, position, nested = match.groups()
         key = (int(position), *(int(n) for n in re.findall(r"\d+", nested)))
         slots.setdefault((role, int(index)), {"mass": [], "light": []})[model].append((key, ours))
+        redshifts.setdefault((role, int(index)), set()).add(_redshift(entities[k]))
     out: dict[str, list[Galaxy]] = {"lenses": [], "sources": []}
-    for (role, _), parts in sorted(slots.items()):
+    for (role, index), parts in sorted(slots.items()):
         mass = tuple(p for _, p in sorted(parts["mass"], key=lambda t: t[0]))
         light = tuple(p for _, p in sorted(parts["light"], key=lambda t: t[0]))
-        out[role].append(Galaxy(mass, light))
+        z = redshifts[role, index]
+        if len(z) > 1:  # a galaxy's entities (its shear's too) share its redshift
+            return None
+        out[role].append(Galaxy(mass, light, redshift=z.pop()))
     return out["lenses"], out["sources"]
 
 
 def _place_by_entity(read: list, entities: list) -> tuple[list[Galaxy], list[Galaxy]]:
-    """One galaxy per COOLEST entity: lenses carry mass; a light-only galaxy is a source
-    unless its redshift is at most the lenses'."""
+    """One galaxy per COOLEST entity, at its redshift: lenses carry mass; a light-only galaxy
+    is a source unless its redshift is at most the farthest lens's."""
     lens_z = {
         float(e.redshift)
         for e in entities
         if len(getattr(e, "mass_model", None) or []) and e.redshift is not None
     }
-    if len(lens_z) > 1:
-        raise ValueError(f"mass at several redshifts {sorted(lens_z)}: a Tracer has one lens plane")
-    z_lens = next(iter(lens_z), None)
+    z_lens = max(lens_z, default=None)
     lenses: list[Galaxy] = []
     sources: list[Galaxy] = []
     for k, entity in enumerate(entities):
@@ -988,7 +1022,7 @@ def _place_by_entity(read: list, entities: list) -> tuple[list[Galaxy], list[Gal
         light = tuple(ours for i, m, _, ours in read if i == k and m == "light")
         if not (mass or light):
             continue
-        z = entity.redshift
-        in_lens_plane = z is not None and z_lens is not None and float(z) <= z_lens
-        (lenses if mass or in_lens_plane else sources).append(Galaxy(mass, light))
+        z = _redshift(entity)
+        in_lens_plane = z is not None and z_lens is not None and z <= z_lens
+        (lenses if mass or in_lens_plane else sources).append(Galaxy(mass, light, redshift=z))
     return lenses, sources
