@@ -246,6 +246,45 @@ def test_nnls_that_runs_out_of_steps_says_so(backend, n_problems, monkeypatch):
     assert not np.allclose(stopped[0], expected)  # the warning is not a false alarm
 
 
+def test_jax_nnls_that_runs_out_of_steps_is_counted_and_the_likelihood_warns(monkeypatch):
+    # a compiled program cannot warn: the JAX solver counts the problems that ran out of
+    # steps, and the likelihood's programs return the count and warn after the call
+    from twinlens.batch.likelihood import ImagingLikelihood, _jax_batch, _jax_single
+    from twinlens.fit.nnls import count_unconverged
+
+    rng = np.random.default_rng(7)
+    c = rng.normal(size=(3, 6, 40))
+    r = np.einsum("bkn,bk->bn", c, 1.0 + rng.random((3, 6)))
+    gram, rhs = c @ np.swapaxes(c, -1, -2), np.einsum("bkn,bn->bk", c, r)
+    dataset, _ = _dataset(PSFS["direct"])
+    basis = GaussianBasis(np.geomspace(0.05, 1.0, 6), (0.0, 0.0), (0.05, 0.02))
+    tracer = Tracer(Galaxy(mass=SIS((0.0, 0.0), THETA_E), light=basis), Galaxy())
+    like = ImagingLikelihood(dataset, tracer, ("lenses[0].mass[0].einstein_radius",))
+    vectors = like.reference + np.array([[0.0], [0.01], [-0.01]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # within the default limit: solved, and silent
+        with count_unconverged() as counts:
+            solved = np.asarray(nnls_gram(gram, rhs, "jax"))
+        assert int(sum(counts)) == 0
+        like.batch(vectors, "jax")
+        like(vectors[0], "jax")
+    monkeypatch.setattr(nnls, "MAX_ITER_PER_UNKNOWN", 0)  # one step allowed
+    _jax_batch().clear_cache()  # the step limit is read when a program is traced
+    _jax_single().clear_cache()
+    with count_unconverged() as counts:
+        stopped = np.asarray(nnls_gram(gram, rhs, "jax"))
+    assert int(sum(counts)) == 3
+    assert np.all(stopped >= 0.0) and not np.allclose(stopped, solved)  # no false alarm
+    with pytest.warns(RuntimeWarning, match="3 of 3 likelihood evaluations did not converge"):
+        approximate = like.batch(vectors, "jax")
+    with pytest.warns(RuntimeWarning, match="1 of 1 likelihood evaluations"):
+        like(vectors[0], "jax")
+    with pytest.warns(RuntimeWarning, match="problems .6 unknowns. did not"):  # numba too
+        assert approximate == pytest.approx(like.batch(vectors, "numba"), rel=1e-10)
+    _jax_batch().clear_cache()  # no program traced with one step outlives the test
+    _jax_single().clear_cache()
+
+
 def test_poisson_simulation_has_the_noise_its_map_states():
     truth = _tracer()
     grid = Grid2D(SHAPE, SCALE, sub_size=SUB)

@@ -28,6 +28,7 @@ from twinlens.batch.likelihood import (
     _jax_batch,
     _jax_single,
     finite_or_minus_inf,
+    run_jax,
     vmap_width,
 )
 from twinlens.fields import ValueIdentity, static_field
@@ -204,8 +205,8 @@ class JointLikelihood(ValueIdentity):
         if n < size:
             values = np.concatenate([values, np.repeat(self.reference[None, :], size - n, 0)])
         if size == 1:
-            return np.atleast_1d(np.asarray(_jax_single()(self, values[0], memo.enabled())))
-        return np.asarray(_jax_batch()(self, values, vmap_width(), memo.enabled()))[:n]
+            return run_jax(_jax_single(), self, values[0], memo.enabled())
+        return run_jax(_jax_batch(), self, values, vmap_width(), memo.enabled(), n=n)
 
     def _single_jax(self, vector: Any) -> Any:
         """``log L`` of one vector, JAX-traceable (``-inf`` outside the valid ranges)."""

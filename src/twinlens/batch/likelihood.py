@@ -42,6 +42,7 @@ from twinlens.backend.concrete import batched
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.likelihood import blurred_terms, solve_and_score
+from twinlens.fit.nnls import count_unconverged, warn_unconverged
 from twinlens.fit.pixelised.source import (
     PixelisedSourceFit,
     free_lens_light,
@@ -130,7 +131,7 @@ class ImagingLikelihood(ValueIdentity):
         backend = resolve_backend(backend)
         v = self._check_vectors(np.atleast_2d(np.asarray(vector, dtype=float)))[0]
         if backend == "jax":
-            value = float(_jax_single()(self, v, memo.enabled()))
+            value = float(run_jax(_jax_single(), self, v, memo.enabled())[0])
         else:
             # as a batch of one: the free values are batch columns, never concrete, so the
             # memo can tell them from the fixed ones (as under JAX, where they are traced)
@@ -224,7 +225,7 @@ class ImagingLikelihood(ValueIdentity):
         n = values.shape[0]
         if n < size:  # pad to the compiled chunk shape with valid vectors
             values = np.concatenate([values, np.repeat(self.reference[None, :], size - n, 0)])
-        return np.asarray(_jax_batch()(self, values, vmap_width(), memo.enabled()))[:n]
+        return run_jax(_jax_batch(), self, values, vmap_width(), memo.enabled(), n=n)
 
     def _single_jax(self, vector: Any) -> Any:
         from twinlens.backend import jax_runtime
@@ -315,6 +316,33 @@ def vmap_width() -> int:
     return 1 << 30 if jax_runtime.load().default_backend() != "cpu" else CPU_VMAP_WIDTH
 
 
+def _counted(likelihood: Any) -> Any:
+    """``vector -> (log L, n)``: the likelihood's JAX evaluation and how many of its
+    non-negative least-squares solves ran out of steps (a program cannot warn; the caller
+    does, with :func:`run_jax`)."""
+
+    def evaluate(vector: Any) -> Any:
+        with count_unconverged() as counts:
+            log_l = likelihood._single_jax(vector)
+        return log_l, sum(counts) if counts else 0
+
+    return evaluate
+
+
+def run_jax(program: Any, *args: Any, n: int | None = None) -> np.ndarray:
+    """Run a program of :func:`_jax_single` or :func:`_jax_batch`: the ``log L`` of its first
+    ``n`` vectors (the rest pad a chunk), after a warning if any of their solves ran out of
+    steps."""
+    log_l, unconverged = program(*args)
+    log_l = np.atleast_1d(np.asarray(log_l))[:n]
+    unconverged = np.atleast_1d(np.asarray(unconverged))[:n]
+    if unconverged.any():
+        warn_unconverged(
+            int(np.count_nonzero(unconverged)), f"{unconverged.size} likelihood evaluations"
+        )
+    return log_l
+
+
 @cache
 def _jax_single():
     from twinlens.backend import jax_runtime
@@ -322,7 +350,7 @@ def _jax_single():
     jax = jax_runtime.load()
     # the memo's switch is static: it decides whether fixed fields are folded into the program
     return jax.jit(
-        lambda likelihood, vector, memo_on: likelihood._single_jax(vector), static_argnums=(0, 2)
+        lambda likelihood, vector, memo_on: _counted(likelihood)(vector), static_argnums=(0, 2)
     )
 
 
@@ -334,9 +362,9 @@ def _jax_batch():
 
     def run(likelihood: ImagingLikelihood, vectors: Any, width: int, memo_on: bool) -> Any:
         if width >= vectors.shape[0]:
-            return jax.vmap(likelihood._single_jax)(vectors)
+            return jax.vmap(_counted(likelihood))(vectors)
         # vmap over ``width`` vectors at a time, in a loop inside the one program
-        return jax.lax.map(likelihood._single_jax, vectors, batch_size=width)
+        return jax.lax.map(_counted(likelihood), vectors, batch_size=width)
 
     # the likelihood is static: it hashes by value, so one program per likelihood and shape
     return jax.jit(run, static_argnums=(0, 2, 3))

@@ -12,9 +12,13 @@ and a fixed shape for JAX. numba runs a plain loop per problem and parallelises 
 batch; JAX runs the same steps in ``lax.while_loop`` (which vmap batches). The two are written
 separately because one needs data-dependent Python loops and the other traced control flow.
 
-Each loop allows ``3 k + 1`` steps (:data:`MAX_ITER_PER_UNKNOWN`); on numpy and numba a problem
-that runs out is reported by a ``RuntimeWarning``, since its answer is approximate. The JAX
-solver returns its last iterate without a word (a compiled program cannot warn).
+Each loop allows ``3 k + 1`` steps (:data:`MAX_ITER_PER_UNKNOWN`); a problem that runs out is
+reported by a ``RuntimeWarning``, since its answer is approximate. A compiled JAX program cannot
+warn, so the JAX solver counts such problems into :func:`count_unconverged`'s list while it is
+traced; the likelihoods' programs return that count beside ``log L`` and warn after the call
+(:func:`warn_unconverged`). A program of one's own around
+:meth:`~twinlens.search.Objective.jax_log_likelihood` returns the last iterate silently unless
+it does the same.
 
 The minimum chi-squared does not depend on how ``a`` was found (its derivative with respect to
 ``a`` vanishes at the optimum, or ``a`` sits on a bound), so JAX treats ``a`` as a constant when
@@ -24,12 +28,14 @@ differentiating the likelihood: the gradient with respect to non-linear paramete
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
 import numpy as np
 
-__all__ = ["nnls_gram"]
+__all__ = ["count_unconverged", "nnls_gram", "warn_unconverged"]
 
 #: Active-set steps allowed per unknown (outer and inner loops each): Lawson-Hanson needs at most
 #: a few passes per unknown in practice. A problem that runs out is reported (numpy, numba).
@@ -44,11 +50,14 @@ def nnls_gram(gram: Any, rhs: Any, backend: str) -> Any:
         from twinlens.backend import jax_runtime
 
         jax = jax_runtime.load()
-        solve = jax.numpy.vectorize(_jax_solver(), signature="(k,k),(k)->(k)")
+        solve = jax.numpy.vectorize(_jax_solver(), signature="(k,k),(k)->(k),()")
         # the answer is a constant under differentiation: stopping the inputs keeps the
         # iteration out of the derivative's trace altogether
         stop = jax.lax.stop_gradient
-        return stop(solve(stop(gram), stop(rhs)))
+        x, converged = solve(stop(gram), stop(rhs))
+        if _counters:
+            _counters[-1].append(jax.numpy.sum(~converged))
+        return stop(x)
     gram = np.ascontiguousarray(gram, dtype=float)
     rhs = np.ascontiguousarray(rhs, dtype=float)
     lead = rhs.shape[:-1]
@@ -69,14 +78,35 @@ def nnls_gram(gram: Any, rhs: Any, backend: str) -> Any:
         out = np.stack([x for x, _ in solved])
         converged = np.array([ok for _, ok in solved])
     if not converged.all():
-        warnings.warn(
-            f"non-negative least squares: {int((~converged).sum())} of {converged.size} "
-            f"problems ({k} unknowns) did not converge in {limit} active-set steps; their "
-            "intensities, and the likelihood from them, are approximate (twinlens.fit.nnls)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        warn_unconverged(int((~converged).sum()), f"{converged.size} problems ({k} unknowns)")
     return out.reshape(*lead, k)
+
+
+_counters: list[list] = []
+
+
+@contextmanager
+def count_unconverged() -> Iterator[list]:
+    """Within the block, each JAX solve appends its traced count of problems that ran out of
+    steps to the yielded list (sum them into the program's output to warn after the call)."""
+    counts: list = []
+    _counters.append(counts)
+    try:
+        yield counts
+    finally:
+        _counters.pop()
+
+
+def warn_unconverged(n_unconverged: int, of: str) -> None:
+    """The one warning for solves that ran out of steps: ``n_unconverged`` of ``of`` (text:
+    what was solved)."""
+    warnings.warn(
+        f"non-negative least squares: {n_unconverged} of {of} did not converge in the "
+        f"active-set steps allowed ({MAX_ITER_PER_UNKNOWN} k + 1 for k unknowns); their "
+        "intensities, and the likelihood from them, are approximate (twinlens.fit.nnls)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def _step_limit(k: int) -> int:
@@ -206,20 +236,24 @@ def _jax_solver():
             return x_new, passive_new, done, n + 1
 
         def outer(state):
-            x, passive, _, n = state
+            # (x, passive, optimal: the KKT conditions hold, steps, settled: every inner loop
+            # reached its passive set's minimum), as the numpy solver's
+            x, passive, _, n, settled = state
             w = rhs - gram @ x
             candidates = ~passive & (w > tol)
             best = jnp.argmax(jnp.where(candidates, w, -jnp.inf))
             go = jnp.any(candidates)
             passive = passive.at[best].set(passive[best] | go)
-            x, passive, _, _ = lax.while_loop(
+            x, passive, feasible, _ = lax.while_loop(
                 lambda s: ~s[2] & (s[3] < limit), inner, (x, passive, ~go, 0)
             )
-            return x, passive, ~go, n + 1
+            return x, passive, ~go, n + 1, settled & feasible
 
         x0 = jnp.zeros_like(rhs)
         p0 = jnp.zeros(rhs.shape, dtype=bool)
-        x, *_ = lax.while_loop(lambda s: ~s[2] & (s[3] < limit), outer, (x0, p0, False, 0))
-        return x
+        x, _, optimal, _, settled = lax.while_loop(
+            lambda s: ~s[2] & (s[3] < limit), outer, (x0, p0, False, 0, True)
+        )
+        return x, optimal & settled
 
     return solve
