@@ -58,3 +58,96 @@ def test_timedelay_example_recovers_h0(tmp_path):
     assert "H0 = " in (folder / "summary.txt").read_text()
     for name in ("fit.png", "point_source.png", "corner.png"):
         assert (folder / name).stat().st_size > 0
+
+
+# -- the quasar example: positions and delays without imaging --------------------------------
+
+
+def _quasar_truth(paths):
+    truths = {
+        **timedelay.TIMEDELAY_TRUTH,
+        "point_source.time_delay_distance": timedelay.true_time_delay_distance(),
+    }
+    return np.array([truths[p] for p in paths])
+
+
+def test_quasar_configuration_has_no_imaging_and_scores_the_point_source_alone(tmp_path):
+    from twinlens.fit.point_source_likelihood import PointSource
+    from twinlens.job.config import load_config
+    from twinlens.search import Objective
+
+    path = timedelay.write_quasar_example(tmp_path, search={"name": "nautilus", "n_live": 50})
+    config = load_config(path)
+    assert config.dataset is None and config.model.tracer.sources == ()
+    assert not any(".light" in p for p in config.model.paths)
+    objective = Objective.build(config.model, None, "numba", config.point_source.likelihood)
+    truth = _quasar_truth(config.model.paths)
+    # the objective is the point-source likelihood of the true lens and source, nothing else
+    tracer = timedelay.timedelay_tracer()
+    source = PointSource(
+        (
+            timedelay.TIMEDELAY_TRUTH["point_source.centre[0]"],
+            timedelay.TIMEDELAY_TRUTH["point_source.centre[1]"],
+        ),
+        time_delay_distance=timedelay.true_time_delay_distance(),
+    )
+    expected = config.point_source.likelihood.log_likelihood(tracer, source, "numpy")
+    assert objective.log_likelihood(truth[None, :])[0] == pytest.approx(float(expected), rel=1e-10)
+    assert "point source" in objective.fingerprint() and "data" not in objective.fingerprint()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda t: (
+                t + '[[source]]\n[[source.light]]\ntype = "Sersic"\n'
+                "intensity = {uniform = [0.1, 2.0]}\n"
+            ),
+            r"source\[0\].light\[0\].intensity is free",
+        ),
+        (lambda t: t.replace("[point_source]", "[no_such]"), "unknown sections no_such"),
+        (
+            lambda t: t.split("[[lens]]")[0] + t[t.index("[point_source]") :],
+            r"at least one \[\[lens\]\]$",
+        ),
+    ],
+)
+def test_quasar_configuration_mistakes_are_named(tmp_path, change, message):
+    import tomllib
+
+    from twinlens.job.config import ConfigError, parse_config
+
+    text = timedelay.write_quasar_example(tmp_path).read_text()
+    with pytest.raises(ConfigError, match=message):
+        parse_config(tomllib.loads(change(text)), tmp_path)
+
+
+def test_a_point_source_fit_without_imaging_writes_its_results(tmp_path):
+    """The job end to end on a short nautilus run: summary with D_dt and H0, the
+    point-source plot, COOLEST, and no imaging products."""
+    from twinlens.job import run_fit
+    from twinlens.job.config import load_config
+
+    search = {"name": "nautilus", "n_live": 40, "n_like_max": 400, "seed": 2}
+    config = load_config(timedelay.write_quasar_example(tmp_path, search=search))
+    files = run_fit(config, output=tmp_path / "out", progress=False)
+    assert {"summary", "json", "samples", "point_source_plot", "lens_plot", "coolest"} <= set(files)
+    assert not {"model", "residuals", "fit_plot"} & set(files)
+    record = json.loads(files["json"].read_text())
+    assert record["chi_squared"] is None and record["n_pixels"] is None
+    assert record["derived"]["h0"]["median"] > 0
+    summary = files["summary"].read_text()
+    assert "D_dt = " in summary and "H0 = " in summary and "chi^2" not in summary
+
+
+@pytest.mark.slow
+def test_quasar_example_recovers_h0(tmp_path):
+    out = tmp_path / "ex"
+    args = ["fit", "--example", "quasar", "--quick", "--output", str(out), "--quiet"]
+    assert cli.main(args) == 0
+    record = json.loads((out / "fit_output" / "result.json").read_text())
+    h0 = record["derived"]["h0"]
+    sigma = 0.5 * (h0["upper_68"] - h0["lower_68"])
+    assert 0 < sigma < 10, h0
+    assert abs(h0["median"] - 70.0) < 3 * sigma, h0

@@ -213,14 +213,18 @@ def test_simulate_command_writes_a_fittable_folder(tmp_path, capsys):
     assert "--overwrite" in capsys.readouterr().err
 
 
-def test_parse_config_needs_lens_source_and_a_free_parameter(tmp_path):
-    with pytest.raises(ConfigError, match="at least one"):
-        parse_config({"lens": [{"mass": [{"type": "SIS"}]}]}, tmp_path)
+def test_parse_config_needs_data_lens_source_and_a_free_parameter(tmp_path):
+    lens = [{"mass": [{"type": "SIS"}]}]
+    with pytest.raises(ConfigError, match=r"nothing to fit: give a \[dataset\]"):
+        parse_config({"lens": lens}, tmp_path)
+    with pytest.raises(ConfigError, match=r"at least one \[\[lens\]\] and one \[\[source\]\]"):
+        parse_config({"lens": lens, "dataset": {"data": "d.fits"}}, tmp_path)
     with pytest.raises(ConfigError, match="no free parameter"):
         parse_config(
             {
                 "lens": [{"mass": [{"type": "SIS", "einstein_radius": 1.0}]}],
                 "source": [{"light": [{"type": "LinearSersic"}]}],
+                "dataset": {"data": "d.fits"},
             },
             tmp_path,
         )

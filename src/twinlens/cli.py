@@ -77,6 +77,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         default = {
             "pixelised": "twinlens_example_pixelised",
             "timedelay": "twinlens_example_timedelay",
+            "quasar": "twinlens_example_quasar",
         }.get(args.example, "twinlens_example")
         folder = Path(args.output) if args.output else Path.home() / default
         if pixelised:
@@ -85,12 +86,15 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             settings = (
                 timedelay.TIMEDELAY_QUICK_SEARCH if args.quick else timedelay.TIMEDELAY_SEARCH
             )
+        elif args.example == "quasar":
+            settings = timedelay.QUASAR_QUICK_SEARCH if args.quick else timedelay.QUASAR_SEARCH
         else:
             settings = example.QUICK_SEARCH if args.quick else example.EXAMPLE_SEARCH
         search = {"name": "nautilus", **settings, "seed": args.seed}
         write = {
             "pixelised": example.write_pixelised_example,
             "timedelay": timedelay.write_timedelay_example,
+            "quasar": timedelay.write_quasar_example,
         }.get(args.example, example.write_example)
         config_path = write(
             folder,
@@ -108,12 +112,14 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         return _usage_error(str(err))
     output: Path | None
     if args.example is not None:
+        point_truth = {
+            **timedelay.TIMEDELAY_TRUTH,
+            "point_source.time_delay_distance": timedelay.true_time_delay_distance(),
+        }
         known = {
             "pixelised": example.PIXELISED_TRUTH,
-            "timedelay": {
-                **timedelay.TIMEDELAY_TRUTH,
-                "point_source.time_delay_distance": timedelay.true_time_delay_distance(),
-            },
+            "timedelay": point_truth,
+            "quasar": point_truth,
         }.get(args.example, example.TRUTH)
         truths = [known.get(p, float("nan")) for p in config.model.paths]
         output = folder / "fit_output"
@@ -267,17 +273,20 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true", help="machine-readable output")
     i.set_defaults(func=_cmd_info)
     f = sub.add_parser(
-        "fit", help="fit a model to imaging data (a TOML configuration, or --example)"
+        "fit",
+        help="fit a model to imaging data and/or a lensed point source (a TOML configuration, "
+        "or --example)",
     )
     f.add_argument("config", nargs="?", help="the TOML configuration file (see docs/fitting.rst)")
     f.add_argument(
         "--example",
         nargs="?",
         const="parametric",
-        choices=("parametric", "pixelised", "timedelay"),
+        choices=("parametric", "pixelised", "timedelay", "quasar"),
         help="simulate the built-in lens and fit it; --example pixelised: an irregular source "
         "fitted with a pixelised source on a Delaunay mesh; --example timedelay: a lensed "
-        "quasar's imaging, image positions and delays, reporting H0",
+        "quasar's imaging, image positions and delays, reporting H0; --example quasar: its "
+        "image positions and delays alone, without imaging",
     )
     f.add_argument("--quick", action="store_true", help="with --example: fewer live points")
     f.add_argument("--backend", choices=("numba", "jax"), help="override the file's backend")

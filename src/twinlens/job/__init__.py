@@ -49,10 +49,14 @@ def run_fit(
         config.model, config.dataset, config.backend, None if ps is None else ps.likelihood
     )
     if progress:
+        data = (
+            f"{config.dataset.layout.n_points} ray-traced points"
+            if config.dataset is not None
+            else f"{len(config.point_source.likelihood.data.positions)} point images, no imaging"
+        )
         print(
-            f"{config.title}\n{config.model.n_params} free parameters, "
-            f"{config.dataset.layout.n_points} ray-traced points, search {config.search['name']} "
-            f"on {config.backend}; results in {folder}",
+            f"{config.title}\n{config.model.n_params} free parameters, {data}, search "
+            f"{config.search['name']} on {config.backend}; results in {folder}",
             flush=True,
         )
     folder.mkdir(parents=True, exist_ok=True)
@@ -64,7 +68,8 @@ def run_fit(
         result = search.run(objective, folder, progress, restart=restart)
     result.info.setdefault("wall_time_s", time.perf_counter() - start)
     if progress:
-        print("writing the results: summary, samples, FITS images, plots, COOLEST", flush=True)
+        images = "" if config.dataset is None else " FITS images,"
+        print(f"writing the results: summary, samples,{images} plots, COOLEST", flush=True)
     files = write_results(config, result, folder, truths=truths, plot=plot, progress=progress)
     if progress:
         print(f"done in {time.perf_counter() - start:.0f} s; summary: {files['summary']}")
@@ -85,8 +90,11 @@ def _warm_up(objective: Any, search: Any, progress: bool) -> None:
     if progress:
         print(f"compiled in {time.perf_counter() - began:.1f} s; log L at the start {log_l:.2f}")
     if not np.isfinite(log_l):
+        why = "outside a profile's valid range"
+        if objective.model.point_source is not None:
+            why += ", or a lens that makes another number of images than were observed"
         print(
-            "warning: the starting values give log L = -inf (outside a profile's valid range); "
-            "the search can still run, but check the configuration's start values",
+            f"warning: the starting values give log L = -inf ({why}); the search can still "
+            "run, but check the configuration's start values",
             flush=True,
         )

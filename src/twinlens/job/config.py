@@ -77,7 +77,9 @@ class ConfigError(ValueError):
 class FitConfig:
     """What a fit needs, read from a configuration file."""
 
-    dataset: Imaging | None  # None when the configuration was checked without reading data
+    # None for a point-source fit without imaging, or when the configuration was checked
+    # without reading data (``read_data=False``)
+    dataset: Imaging | None
     model: Model
     search: dict = field(default_factory=lambda: {"name": "nautilus"})
     backend: str = "numba"
@@ -594,6 +596,19 @@ def _point_source(table: Any, priors: dict) -> tuple[Any, PointSourceConfig]:
     return point_source, PointSourceConfig(likelihood, **cosmo)
 
 
+def _check_without_imaging(tracer: Tracer, priors: dict) -> None:
+    """Without a [dataset] only mass and the point source meet data: a free light parameter
+    would be sampled from its prior alone, so it is refused, as is a pixelised source."""
+    if tracer.pixelizations:
+        raise ConfigError("a Pixelization source needs the imaging [dataset] to reconstruct")
+    light = [p for p in priors if ".light[" in p]
+    if light:
+        raise ConfigError(
+            f"{_toml_path(light[0])} is free, but without a [dataset] no light is fitted: fix "
+            "it (a number), remove the light, or add the imaging [dataset]"
+        )
+
+
 def _toml_path(message: str) -> str:
     """A message naming tracer paths (``sources[0].light``) in TOML terms (``source[0]``)."""
     return message.replace("lenses[", "lens[").replace("sources[", "source[")
@@ -812,20 +827,32 @@ def parse_config(
     priors: dict[str, Prior] = {}
     lenses = _galaxies(data.get("lens"), "lens", priors)
     sources = _galaxies(data.get("source"), "source", priors)
-    if not lenses or not sources:
-        raise ConfigError("the model needs at least one [[lens]] and one [[source]]")
+    imaging = "dataset" in data
+    if not imaging and "point_source" not in data:
+        raise ConfigError(
+            "nothing to fit: give a [dataset] (imaging), a [point_source] (image positions, "
+            "delays, fluxes), or both"
+        )
+    if not lenses or (imaging and not sources):
+        raise ConfigError(
+            "the model needs at least one [[lens]] and one [[source]]"
+            if imaging
+            else "the model needs at least one [[lens]]"
+        )
     point_source, ps_config = None, None
     if "point_source" in data:
         point_source, ps_config = _point_source(data["point_source"], priors)
     if not priors:
         raise ConfigError("no free parameter: give at least one parameter a prior table")
     tracer = Tracer(lenses, sources)
+    if not imaging:
+        _check_without_imaging(tracer, priors)
     _check_pixelised(tracer, priors)
     model = Model(tracer, tuple(priors.items()), point_source)
     search = _search(data.get("search"), backend, model.n_params)
     output = Path(data.get("output", "twinlens_fit"))
     return FitConfig(
-        dataset=_dataset(data.get("dataset"), base, read_data),
+        dataset=_dataset(data["dataset"], base, read_data) if imaging else None,
         model=model,
         search=search,
         backend=backend,

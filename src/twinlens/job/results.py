@@ -313,9 +313,12 @@ def write_results(
                 "sampled one, km/s/Mpc",
             )
     best = model.instance(result.max_likelihood)
-    fit = FitImaging(dataset, best, "numpy")
-    solved = fit.solved_tracer
-    chi_squared, n_pixels = float(fit.chi_squared), int(dataset.mask_index.size)
+    fit: FitImaging | None = None
+    solved, chi_squared, n_pixels = best, None, None  # a point-source fit without imaging
+    if dataset is not None:
+        fit = FitImaging(dataset, best, "numpy")
+        solved = fit.solved_tracer
+        chi_squared, n_pixels = float(fit.chi_squared), int(dataset.mask_index.size)
     flags = summary_warnings(result, chi_squared, n_pixels)
     files["summary"] = output / "summary.txt"
     files["summary"].write_text(
@@ -379,7 +382,9 @@ def write_results(
         "log_evidence_error": _float(result.log_evidence_error),
         "n_samples": len(result.samples),
         "n_evaluations": int(result.n_evaluations),
-        "solved_intensities": [float(v) for v in np.asarray(fit.intensities)],
+        "solved_intensities": []
+        if fit is None
+        else [float(v) for v in np.asarray(fit.intensities)],
         # every scalar of the maximum-likelihood model, fixed ones and solved intensities too
         "max_likelihood_model": {
             path: float(get_path(solved, path)) for path in parameter_paths(solved)
@@ -388,29 +393,16 @@ def write_results(
     }
     files["json"].write_text(json.dumps(record, indent=1) + "\n")
 
-    scale = dataset.grid.pixel_scale
-    extent_half = 0.5 * dataset.grid.shape[1] * scale
-    images = {
-        "model": fit.model_image,
-        "residuals": fit.residual_map,
-        "normalized_residuals": fit.normalized_residual_map,
-    }
-    if fit.pixelised is None:
-        source, _ = plots.source_plane_image(solved, 0.5 * extent_half, n=dataset.grid.shape[1])
-        images["source"] = source
-    for name, image in images.items():
-        files[name] = output / f"{name}.fits"
-        fits_io.write_image(files[name], image, scale if name != "source" else None, True)
-    if fit.pixelised is not None:
-        from twinlens.job import pixelised
-
-        files.update(pixelised.write_source_fits(fit, output))
+    if fit is not None:
+        extent_half = _write_images(fit, solved, output, files)
+    else:  # no imaging: a configuration then has a point source
+        extent_half = point_source_half_width(config.point_source.likelihood.data.positions)
 
     if plot:
         say("plots of the fit and the lens")
-        if fit.pixelised is None:
+        if fit is not None and fit.pixelised is None:
             files["fit_plot"] = plots.plot_fit(fit, output / "fit.png")
-        else:
+        elif fit is not None:
             from twinlens.job import pixelised
 
             files["fit_plot"] = pixelised.plot_pixelised_fit(fit, output / "fit.png")
@@ -433,7 +425,7 @@ def write_results(
                 result.samples, model.labels, output / "corner.png", truths, paths=model.paths
             )
 
-    if fit.pixelised is not None:
+    if fit is not None and fit.pixelised is not None:
         warnings.warn(
             "no COOLEST file written: pixelised sources are not exported to COOLEST yet",
             RuntimeWarning,
@@ -461,6 +453,37 @@ def write_results(
     except (ImportError, ValueError, TypeError, NotImplementedError) as err:
         warnings.warn(f"no COOLEST file written: {err}", RuntimeWarning, stacklevel=2)
     return files
+
+
+def _write_images(fit: FitImaging, solved: Any, output: Path, files: dict[str, Path]) -> float:
+    """The model, residual and source FITS images of an imaging fit, into ``files``; returns
+    the half-width of the data's field of view, arcsec."""
+    grid = fit.dataset.grid
+    scale = grid.pixel_scale
+    extent_half = 0.5 * grid.shape[1] * scale
+    images = {
+        "model": fit.model_image,
+        "residuals": fit.residual_map,
+        "normalized_residuals": fit.normalized_residual_map,
+    }
+    if fit.pixelised is None:
+        source, _ = plots.source_plane_image(solved, 0.5 * extent_half, n=grid.shape[1])
+        images["source"] = source
+    for name, image in images.items():
+        files[name] = output / f"{name}.fits"
+        fits_io.write_image(files[name], image, scale if name != "source" else None, True)
+    if fit.pixelised is not None:
+        from twinlens.job import pixelised
+
+        files.update(pixelised.write_source_fits(fit, output))
+    return extent_half
+
+
+def point_source_half_width(positions: Any) -> float:
+    """Half-width (arcsec) of a square about the origin that holds the observed images with a
+    margin: the field of the plots of a fit without imaging."""
+    reach = float(np.max(np.abs(np.asarray(positions, dtype=float))))
+    return max(1.0, 1.4 * reach)
 
 
 def _stats(values: np.ndarray, point: bool, definition: str) -> dict:

@@ -28,11 +28,14 @@ from twinlens.light import Sersic
 from twinlens.mass import ExternalShear, PowerLaw
 
 __all__ = [
+    "QUASAR_QUICK_SEARCH",
+    "QUASAR_SEARCH",
     "TIMEDELAY_QUICK_SEARCH",
     "TIMEDELAY_SEARCH",
     "TIMEDELAY_TRUTH",
     "plot_time_delay_fit",
     "timedelay_tracer",
+    "write_quasar_example",
     "write_timedelay_example",
 ]
 
@@ -47,6 +50,11 @@ SOLVER = {"window": 2.5, "cells": 101}
 
 TIMEDELAY_SEARCH = {"n_live": 150, "n_eff": 1000, "n_networks": 1}
 TIMEDELAY_QUICK_SEARCH = {"n_live": 80, "n_eff": 400, "n_networks": 1}
+QUASAR_SEARCH = {"n_live": 200, "n_eff": 2000, "n_networks": 1}
+QUASAR_QUICK_SEARCH = {"n_live": 80, "n_eff": 400, "n_networks": 1}
+#: the quasar example's slope prior: its positions and delays alone cannot tell the slope from
+#: D_dt (a steeper profile gives shorter delays), so the slope comes from other data
+QUASAR_SLOPE_PRIOR = {"gaussian": [2.0, 0.1]}
 
 
 def true_time_delay_distance() -> float:
@@ -148,9 +156,15 @@ def _free(path: str) -> dict:
 
 
 def timedelay_config_text(
-    search: dict, backend: str, point: dict[str, Any], output: str = "fit_output"
+    search: dict,
+    backend: str,
+    point: dict[str, Any],
+    output: str = "fit_output",
+    imaging: bool = True,
 ) -> str:
-    """The time-delay example's ``fit.toml``."""
+    """The time-delay example's ``fit.toml``; without ``imaging``, the quasar example's (no
+    [dataset], no host galaxy, and a prior on the slope, which positions and delays alone
+    leave degenerate with ``D_dt``)."""
     epl, shear, host = "lenses[0].mass[0]", "lenses[0].mass[1]", "sources[0].light[0]"
 
     def pair(path: str) -> str:
@@ -160,11 +174,8 @@ def timedelay_config_text(
         return [round(float(v), digits) for v in np.ravel(a)]
 
     positions = [rounded(p, 5) for p in point["positions"]]
-    lines = [
-        'title = "twinlens example: time delays of a lensed quasar, EPL + shear, H0"',
-        f"backend = {_toml(backend)}",
-        f"output = {_toml(output)}",
-        "",
+    what = "time delays of a lensed quasar" if imaging else "a quasar's images and delays alone"
+    dataset = [
         "[dataset]  # the host galaxy's lensed light (the quasar images subtracted)",
         'data = "data.fits"',
         'noise_map = "noise_map.fits"',
@@ -172,6 +183,28 @@ def timedelay_config_text(
         f"sub_size = {TD_SUB_SIZE}",
         f"mask_radius = {TD_MASK_RADIUS}",
         "",
+    ]
+    source = [
+        "[[source]]",
+        "[[source.light]]  # the host galaxy; its intensity is solved linearly",
+        'type = "LinearSersic"',
+        f"centre = {pair(f'{host}.centre')}",
+        f"ell_comps = {_toml(list(HOST_ELL))}",
+        f"effective_radius = {_toml(_free(f'{host}.effective_radius'))}",
+        f"sersic_index = {_toml(HOST_INDEX)}",
+        "",
+    ]
+    slope = (
+        _toml(_free(f"{epl}.slope"))
+        if imaging
+        else f"{_toml(QUASAR_SLOPE_PRIOR)}  # from elsewhere (imaging, kinematics)"
+    )
+    lines = [
+        f'title = "twinlens example: {what}, EPL + shear, H0"',
+        f"backend = {_toml(backend)}",
+        f"output = {_toml(output)}",
+        "",
+        *(dataset if imaging else []),
         "[search]",
         *(f"{k} = {_toml(v)}" for k, v in search.items()),
         "",
@@ -181,20 +214,13 @@ def timedelay_config_text(
         "centre = [0.0, 0.0]  # from the lens light",
         f"ell_comps = {pair(f'{epl}.ell_comps')}",
         f"einstein_radius = {_toml(_free(f'{epl}.einstein_radius'))}",
-        f"slope = {_toml(_free(f'{epl}.slope'))}",
+        f"slope = {slope}",
         "[[lens.mass]]",
         'type = "ExternalShear"',
         f"gamma_1 = {_toml(_free(f'{shear}.gamma_1'))}",
         f"gamma_2 = {_toml(_free(f'{shear}.gamma_2'))}",
         "",
-        "[[source]]",
-        "[[source.light]]  # the host galaxy; its intensity is solved linearly",
-        'type = "LinearSersic"',
-        f"centre = {pair(f'{host}.centre')}",
-        f"ell_comps = {_toml(list(HOST_ELL))}",
-        f"effective_radius = {_toml(_free(f'{host}.effective_radius'))}",
-        f"sersic_index = {_toml(HOST_INDEX)}",
-        "",
+        *(source if imaging else []),
         "[point_source]  # the quasar: image positions (arcsec) and delays (days)",
         f"positions = {_toml(positions)}",
         f"position_sigma = {_toml(POSITION_SIGMA)}",
@@ -239,6 +265,28 @@ def write_timedelay_example(
     return config
 
 
+def write_quasar_example(
+    directory: str | Path,
+    *,
+    seed: int = 1,
+    search: dict | None = None,
+    backend: str = "numba",
+    overwrite: bool = False,
+) -> Path:
+    """Write the quasar example's ``fit.toml`` into ``directory``: the time-delay example's
+    image positions and delays, fitted without imaging (``twinlens fit --example quasar``)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    config = directory / "fit.toml"
+    if config.exists() and not overwrite:
+        raise FileExistsError(f"{config} exists; pass overwrite=True (--overwrite) to replace it")
+    with memo.disabled():
+        point = simulated_point_source(seed)
+    search = search or {"name": "nautilus", **QUASAR_SEARCH, "seed": seed}
+    config.write_text(timedelay_config_text(search, backend, point, imaging=False))
+    return config
+
+
 def plot_time_delay_fit(
     fit: Any,
     tracer: Tracer,
@@ -247,16 +295,27 @@ def plot_time_delay_fit(
     h0_samples: np.ndarray | None,
     path: str | Path,
 ) -> Path:
-    """Three panels: the data with the observed and model images and the critical curves; the
-    source plane with the caustics, the source and the ray-traced images; the H0 posterior
-    (or ``D_dt``'s when no redshifts were given: ``h0_samples`` None)."""
+    """Three panels: the data (the convergence, for a fit without imaging: ``fit`` None) with
+    the observed and model images and the critical curves; the source plane with the caustics,
+    the source and the ray-traced images; the H0 posterior (none when no redshifts were given:
+    ``h0_samples`` None)."""
     from twinlens.fit.lens_equation import ImageSolver
     from twinlens.job.plots import _extent, _pyplot, critical_curves_and_caustics
+    from twinlens.job.results import point_source_half_width
 
     plt = _pyplot()
-    extent = _extent(fit)
-    grid = fit.dataset.grid
-    image = np.where(grid.used, fit.dataset.data, np.nan)
+    if fit is None:
+        w = point_source_half_width(data.positions)
+        extent = (-w, w, -w, w)
+        axis = np.linspace(-w, w, 200)
+        xy = np.stack(np.meshgrid(axis, axis), axis=-1)
+        image = np.log10(np.clip(np.asarray(tracer.convergence(xy, "numpy")), 1e-3, None))
+        background = "log10 convergence"
+    else:
+        extent = _extent(fit)
+        grid = fit.dataset.grid
+        image = np.where(grid.used, fit.dataset.data, np.nan)
+        background = "data"
     critical, caustics = critical_curves_and_caustics(tracer, extent, n=300)
     beta = np.array([float(point_source.centre[0]), float(point_source.centre[1])])
     half = max(abs(v) for v in extent)
@@ -271,7 +330,7 @@ def plot_time_delay_fit(
     ax.plot(model[:, 0], model[:, 1], "+", color="orange", ms=10, label="model images")
     for i, (x, y) in enumerate(obs):
         ax.annotate(str(i), (x, y), xytext=(6, 6), textcoords="offset points", color="red")
-    ax.set_title("data, images and critical curves")
+    ax.set_title(f"{background}, images and critical curves")
     ax.legend(loc="lower right", fontsize=8)
     ax = axes[1]
     for c in caustics:

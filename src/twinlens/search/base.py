@@ -222,12 +222,14 @@ class Objective:
         prior in words. Starting values and the backend are not part of it (both backends
         give the same ``log L``, so a run may resume on the other one)."""
         dataset = self.likelihood.dataset
-        parts = {
-            "data": dataset.data,
-            "noise map": dataset.noise_map,
-            "PSF": dataset.psf,
-            "mask and grid": dataset.grid,
-        }
+        parts = {}
+        if dataset is not None:  # a point-source fit may have no imaging
+            parts = {
+                "data": dataset.data,
+                "noise map": dataset.noise_map,
+                "PSF": dataset.psf,
+                "mask and grid": dataset.grid,
+            }
         record = {"free parameters": ", ".join(self.paths)}
         record.update({key: value_digest(value, key).hex() for key, value in parts.items()})
         record["model"] = key_digest(self.model.fixed_key()).hex()
