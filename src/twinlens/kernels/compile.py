@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit, prange
 
 {imports}
-
+{helpers}
 
 @njit(parallel=True, cache={cache}, error_model="numpy")
 def loop({args}):
@@ -44,7 +44,11 @@ def loop({args}):
 
 
 def generate(
-    what: str, points: Sequence[tuple[str, Kernel | Callable]], args: Sequence[str], body: str
+    what: str,
+    points: Sequence[tuple[str, Kernel | Callable]],
+    args: Sequence[str],
+    body: str,
+    helpers: str = "",
 ) -> str:
     """The source of a generated numba module: ``loop(*args)`` running ``body``, with each
     kernel's point function compiled for inlining under its alias (``points``: ``(alias,
@@ -81,6 +85,7 @@ def generate(
         cache=numba_runtime.cache_enabled(),
         args=", ".join(args),
         body=body.rstrip("\n"),
+        helpers=helpers.format(cache=numba_runtime.cache_enabled()),
     )
 
 
