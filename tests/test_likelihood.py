@@ -16,6 +16,7 @@ import scipy.optimize
 import scipy.signal
 import scipy.special
 
+from twinlens.fit import likelihood as likelihood_module
 from twinlens.fit import nnls
 from twinlens.fit.imaging import Imaging, simulate
 from twinlens.fit.likelihood import FitImaging, log_likelihood
@@ -281,8 +282,14 @@ def test_jax_nnls_that_runs_out_of_steps_is_counted_and_the_likelihood_warns(mon
         like(vectors[0], "jax")
     with pytest.warns(RuntimeWarning, match="problems .6 unknowns. did not"):  # numba too
         assert approximate == pytest.approx(like.batch(vectors, "numba"), rel=1e-10)
-    _jax_batch().clear_cache()  # no program traced with one step outlives the test
-    _jax_single().clear_cache()
+    fit_program = likelihood_module._jitted()
+    fit_program.clear_cache()
+    with pytest.warns(RuntimeWarning, match="1 of 1 fit did not converge"):  # FitImaging
+        assert float(FitImaging(dataset, tracer, "jax").log_likelihood) == pytest.approx(
+            approximate[0], rel=1e-10
+        )
+    for program in (_jax_batch(), _jax_single(), fit_program):
+        program.clear_cache()  # no program traced with one step outlives the test
 
 
 def test_poisson_simulation_has_the_noise_its_map_states():

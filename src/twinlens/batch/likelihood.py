@@ -42,7 +42,7 @@ from twinlens.backend.concrete import batched
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.likelihood import blurred_terms, solve_and_score
-from twinlens.fit.nnls import count_unconverged, warn_unconverged
+from twinlens.fit.nnls import counting, warn_unconverged
 from twinlens.fit.pixelised.source import (
     PixelisedSourceFit,
     free_lens_light,
@@ -320,13 +320,7 @@ def _counted(likelihood: Any) -> Any:
     """``vector -> (log L, n)``: the likelihood's JAX evaluation and how many of its
     non-negative least-squares solves ran out of steps (a program cannot warn; the caller
     does, with :func:`run_jax`)."""
-
-    def evaluate(vector: Any) -> Any:
-        with count_unconverged() as counts:
-            log_l = likelihood._single_jax(vector)
-        return log_l, sum(counts) if counts else 0
-
-    return evaluate
+    return counting(likelihood._single_jax)
 
 
 def run_jax(program: Any, *args: Any, n: int | None = None) -> np.ndarray:

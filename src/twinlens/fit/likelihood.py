@@ -26,7 +26,7 @@ import numpy as np
 from twinlens import memo
 from twinlens.backend import array_module, resolve_backend
 from twinlens.fit.imaging import Imaging
-from twinlens.fit.nnls import nnls_gram
+from twinlens.fit.nnls import counting, nnls_gram, note_unconverged
 from twinlens.fit.pixelised.source import PixelisedSourceFit, has_pixelization
 from twinlens.fit.psf import convolve
 from twinlens.fit.tracer import Tracer
@@ -109,8 +109,10 @@ def _jitted():
     # the dataset is static (hashes by value: one compile per distinct dataset), the tracer a
     # pytree (its numbers are arguments, so a new parameter value reuses the program); the
     # memo's switch is static too, since it decides what the program computes
+    # the count of solves that ran out of steps is returned (see nnls.counting)
     return jax.jit(
-        lambda dataset, tracer, memo_on: _evaluate(tracer, dataset, "jax"), static_argnums=(0, 2)
+        counting(lambda dataset, tracer, memo_on: _evaluate(tracer, dataset, "jax")),
+        static_argnums=(0, 2),
     )
 
 
@@ -144,7 +146,9 @@ class FitImaging:
             p = self.pixelised
             return p.log_evidence, p.chi_squared, p.intensities
         if self.backend == "jax":
-            return _jitted()(self.dataset, self.tracer, memo.enabled())
+            out, unconverged = _jitted()(self.dataset, self.tracer, memo.enabled())
+            note_unconverged(unconverged, "1 fit")
+            return out
         return _evaluate(self.tracer, self.dataset, self.backend)
 
     @property

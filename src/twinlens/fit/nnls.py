@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["count_unconverged", "nnls_gram", "warn_unconverged"]
+__all__ = ["count_unconverged", "counting", "nnls_gram", "note_unconverged", "warn_unconverged"]
 
 #: Active-set steps allowed per unknown (outer and inner loops each): Lawson-Hanson needs at most
 #: a few passes per unknown in practice. A problem that runs out is reported (numpy, numba).
@@ -95,6 +95,33 @@ def count_unconverged() -> Iterator[list]:
         yield counts
     finally:
         _counters.pop()
+
+
+def counting(function: Any) -> Any:
+    """``function`` returning ``(out, n)``: its output and how many of the JAX solves traced
+    inside it ran out of steps. A ``jax.jit`` program is a boundary no collector outside it may
+    reach into (a traced count would leak out of its trace), so a program that solves returns
+    its count, and its caller passes the count on with :func:`note_unconverged`."""
+
+    def counted(*args: Any) -> tuple[Any, Any]:
+        with count_unconverged() as counts:
+            out = function(*args)
+        return out, sum(counts) if counts else 0
+
+    return counted
+
+
+def note_unconverged(count: Any, of: str = "the problems solved") -> None:
+    """A count from a :func:`counting` program: into the enclosing collector while a program
+    is traced, else (a concrete count at the top level) a warning when it is not zero. A
+    count traced with no collector (a transformation of one's own, such as ``jax.grad``) is
+    dropped: it has no value to report yet."""
+    from twinlens.backend.concrete import is_concrete
+
+    if _counters:
+        _counters[-1].append(count)
+    elif is_concrete(count) and int(np.sum(np.asarray(count))) > 0:
+        warn_unconverged(int(np.sum(np.asarray(count))), of)
 
 
 def warn_unconverged(n_unconverged: int, of: str) -> None:

@@ -30,6 +30,7 @@ import numpy as np
 from twinlens.backend import resolve_backend
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
+from twinlens.fit.nnls import counting, note_unconverged
 from twinlens.fit.pixelised import loops, triangulation
 from twinlens.fit.pixelised.border import relocate
 from twinlens.fit.pixelised.inversion import InversionTerms, one_blas_thread, solve, solve_normal
@@ -329,9 +330,12 @@ def _jitted() -> Any:
     jax = jax_runtime.load()
     # the dataset is static (hashes by value); the tracer, the pixelization and the lens light
     # are pytrees (lens parameters and lambda are leaves; the mesh's fields are static)
+    # the count of solves that ran out of steps is returned (see nnls.counting)
     return jax.jit(
-        lambda dataset, tracer, pixelization, lens_light: _evaluate_jax(
-            tracer, dataset, pixelization, lens_light
+        counting(
+            lambda dataset, tracer, pixelization, lens_light: _evaluate_jax(
+                tracer, dataset, pixelization, lens_light
+            )
         ),
         static_argnums=(0,),
     )
@@ -420,9 +424,10 @@ class FitPixelised:
             jax = jax_runtime.load()
             # on CPU, JAX's Cholesky calls LAPACK (see inversion.one_blas_thread)
             with one_blas_thread():
-                out = jax.block_until_ready(
+                out, unconverged = jax.block_until_ready(
                     _jitted()(self.dataset, self.tracer, self.pixelization, self.lens_light)
                 )
+            note_unconverged(unconverged, "1 source inversion")
             terms = InversionTerms(out[6], out[1], out[2], out[3], out[4], out[5], out[0], out[10])
             return _Result(terms, out[7], out[8], out[9])
         # every BLAS call of the host path on one thread, not only the factorisations: the
