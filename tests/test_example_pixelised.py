@@ -51,3 +51,10 @@ def test_pixelised_example_recovers_the_einstein_radius(tmp_path):
     image, scale = fits_io.read_image(folder / "source.fits")
     assert image.shape == (100, 100) and scale is not None and 0.005 < scale < 0.05
     assert record["chi_squared"] / record["n_pixels"] < 1.3
+    # the reconstruction reaches the COOLEST file as an irregular grid of the mesh's vertices
+    coolest = json.loads((folder / "coolest.json").read_text())
+    (source,) = coolest["lensing_entities"][-1]["light_model"]
+    assert source["type"] == "IrregularGrid"
+    assert (
+        folder / coolest["meta"]["twinlens"]["pixelised_sources"]["sources[0].pixelization"]
+    ).stat().st_size > 0

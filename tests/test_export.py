@@ -851,3 +851,63 @@ def test_importing_twinlens_does_not_import_coolest():
     code = "import sys, twinlens, twinlens.export; print('coolest' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- pixelised sources -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mesh_kind", ["delaunay", "rectangular"])
+def test_pixelised_source_is_written_as_coolest_interpolates_it(tmp_path, mesh_kind):
+    from coolest.api.profiles.light import IrregularGrid
+    from coolest.template.json import JSONSerializer
+
+    from twinlens.fit.imaging import simulate
+    from twinlens.fit.likelihood import FitImaging
+    from twinlens.fit.pixelised import Constant, Delaunay, Pixelization, Rectangular
+    from twinlens.fit.pixelised.source import source_on_grid
+    from twinlens.fit.psf import PSF
+    from twinlens.grids import Grid2D
+
+    mass = (SIE((0.02, -0.01), (0.1, 0.05), 1.0), ExternalShear(0.02, -0.01))
+    grid = Grid2D.uniform(24, 0.1, sub_size=2).circular_mask(1.1)
+    psf = PSF.gaussian(fwhm=0.15, pixel_scale=0.1, shape=5)
+    truth = Tracer(Galaxy(mass=mass), Galaxy(light=Sersic((0.05, 0.02), (0.1, -0.1), 0.25, 1.2)))
+    data = simulate(truth, grid, psf, noise_sigma=0.03, seed=4, backend="numpy")
+    # square: COOLEST's file check reads a FITS shape as (nx, ny) (see the module docstring)
+    mesh = Delaunay((8, 8)) if mesh_kind == "delaunay" else Rectangular((11, 11))
+    tracer = Tracer(Galaxy(mass=mass), Galaxy(light=Pixelization(mesh, Constant(3.0))))
+    fit = FitImaging(data, tracer, "numpy")
+    with pytest.raises(ValueError, match=r"sources\[0\].pixelization is a pixelised source"):
+        to_coolest(tracer, tmp_path / "missing.json")
+    path = to_coolest(tracer, tmp_path / "pix.json", dataset=data, reconstruction=fit.pixelised)
+    # read back by COOLEST's own code, its FITS file checked and loaded
+    document = JSONSerializer(str(path.with_suffix(""))).load_simple(
+        str(path), as_object=True, validate=True
+    )
+    (profile,) = document.lensing_entities[-1].light_model
+    pixels = profile.parameters["pixels"]
+    # our reconstruction as our mesh interpolates it, against COOLEST's linear interpolation
+    image, scale, centre = source_on_grid(fit.pixelised.inversion, 40)
+    axis = (np.arange(40) - 19.5) * scale
+    x, y = np.meshgrid(centre[0] + axis, centre[1] + axis)
+    if mesh_kind == "delaunay":
+        assert profile.type == "IrregularGrid"
+        xs, ys, zs = pixels.get_xyz(directory=str(tmp_path))
+        theirs = IrregularGrid(
+            pixels.field_of_view_x, pixels.field_of_view_y, pixels.num_pix, "linear"
+        ).evaluate_surface_brightness(x, y, xs, ys, zs)
+    else:
+        assert profile.type == "PixelatedRegularGrid"
+        assert (pixels.num_pix_x, pixels.num_pix_y) == (11, 11)
+        # COOLEST's regular grid: pixel centres half a pixel inside its field of view,
+        # interpolated linearly (its own evaluation needs scikit-image; scipy's is the same)
+        from scipy.interpolate import RegularGridInterpolator
+
+        (x0, x1), (y0, y1) = pixels.field_of_view_x, pixels.field_of_view_y
+        cx = x0 + (np.arange(11) + 0.5) * (x1 - x0) / 11
+        cy = y0 + (np.arange(11) + 0.5) * (y1 - y0) / 11
+        values = pixels.get_pixels(directory=str(tmp_path))  # rows: y
+        theirs = RegularGridInterpolator((cy, cx), values, bounds_error=False)((y, x))
+    inside = np.isfinite(image) & np.isfinite(theirs)
+    assert inside.mean() > 0.5
+    np.testing.assert_allclose(theirs[inside], image[inside], rtol=1e-9, atol=1e-12)

@@ -70,6 +70,13 @@ truncated Gaussian prior, and the prior ours induce on a nonlinear parameter (``
 prior of type null whose ``description`` names ours and says why. A parameter no free
 parameter of ours reaches is marked ``fixed``, except a solved amplitude ``I_eff``.
 
+Pixelised sources
+-----------------
+A source galaxy's :class:`~twinlens.fit.pixelised.Pixelization` is written from its solved
+reconstruction (the ``reconstruction`` argument) as COOLEST's ``PixelatedRegularGrid`` (a uniform
+rectangular mesh) or ``IrregularGrid`` (any other mesh), its values in a FITS file next to the
+JSON; :func:`from_coolest` skips such a light profile, with a warning.
+
 Observation
 -----------
 With ``dataset`` (an :class:`~twinlens.fit.imaging.Imaging`), the data, noise map, PSF kernel
@@ -321,6 +328,10 @@ def _collect(tracer: Tracer, unsupported_light: str) -> tuple[list[_Export], dic
                     UserWarning,
                     stacklevel=3,
                 )
+            if galaxy.pixelization is not None:
+                ctype = _grid_type(galaxy.pixelization)
+                path = f"{role}[{i}].pixelization"
+                exports.append(_Export(path, galaxy.pixelization, ctype, "light", False, ()))
             for j, light in enumerate(galaxy.light):
                 path = f"{role}[{i}].light[{j}]"
                 export = _light_export(path, light)
@@ -651,6 +662,7 @@ def to_coolest(
     lens_redshift: float | None = None,
     source_redshift: float | None = None,
     unsupported_light: str = "skip",
+    reconstruction: Any = None,
 ) -> Path:
     """Write ``tracer`` as the COOLEST template ``path`` (a ``.json`` file); return its path.
 
@@ -692,6 +704,16 @@ def to_coolest(
     unsupported_light : {"skip", "raise"}
         What to do with light profiles COOLEST cannot describe: leave them out with a warning
         (and list them in the metadata), or raise ``ValueError``.
+    reconstruction : optional
+        The solved pixelised source of a tracer with a
+        :class:`~twinlens.fit.pixelised.Pixelization` (``FitImaging(...).pixelised``, or a
+        :class:`~twinlens.fit.pixelised.FitPixelised`); required for such a tracer. Written
+        as the source galaxy's COOLEST light: a ``PixelatedRegularGrid`` for a uniform
+        :class:`~twinlens.fit.pixelised.Rectangular` mesh (its vertices are the pixel centres,
+        which COOLEST interpolates bilinearly, as ours does), else an ``IrregularGrid`` of the
+        mesh's vertices and values (a FITS table ``x, y, z``; COOLEST interpolates it on the
+        vertices' Delaunay triangles, as a :class:`~twinlens.fit.pixelised.Delaunay` mesh
+        does). The values are the reconstruction's, in the data's units per image pixel.
 
     Returns
     -------
@@ -726,6 +748,12 @@ def to_coolest(
             raise ValueError(f"{name} must be a finite number >= 0, got {z!r}")
     out = _json_path(path, must_exist=False)
     exports, skipped = _collect(tracer, unsupported_light)
+    pixelised = [e for e in exports if e.ctype in _GRID_TYPES]
+    if pixelised and reconstruction is None:
+        raise ValueError(
+            f"{pixelised[0].path} is a pixelised source: pass its solved source as "
+            "reconstruction=FitImaging(dataset, tracer).pixelised to write it"
+        )
     post = None if posterior is None else _Posterior(posterior, tracer)
     prior_map = None if priors is None else _Priors(priors, tracer)
 
@@ -757,12 +785,16 @@ def to_coolest(
     entity_list = lazy.LensingEntityList(*entities)  # assigns the profile and parameter ids
 
     recorded: dict[str, dict[str, str]] = {}
+    grid_files: dict[str, str] = {}
     for entity, (mass, light) in zip(entity_list, owners, strict=True):
         light_model = getattr(entity, "light_model", [])
         for model, exported in ((entity.mass_model, mass), (light_model, light)):
             for profile, export in zip(model, exported, strict=True):
                 recorded[profile.id] = {"path": export.path, "type": type(export.profile).__name__}
-                _fill(c, profile, export, tracer, post, prior_map)
+                if export.ctype in _GRID_TYPES:
+                    grid_files[export.path] = _fill_grid(profile, export, reconstruction, out)
+                else:
+                    _fill(c, profile, export, tracer, post, prior_map)
     if post is not None:
         post.report(stacklevel=3)
     if prior_map is not None:
@@ -779,6 +811,8 @@ def to_coolest(
             **obs_meta,
         }
     }
+    if grid_files:
+        meta["twinlens"]["pixelised_sources"] = grid_files
     document = c.COOLEST(
         mode,
         lazy.CoordinatesOrigin(),
@@ -793,6 +827,62 @@ def to_coolest(
     )
     serializer.dump_simple()
     return out
+
+
+#: COOLEST's pixelated light profiles (a pixelised source's)
+_GRID_TYPES = ("PixelatedRegularGrid", "IrregularGrid")
+
+
+def _grid_type(pixelization: Any) -> str:
+    from twinlens.fit.pixelised.meshes import Rectangular
+
+    # a uniform lattice only: an adaptive one's pixels are not on COOLEST's regular grid
+    return "PixelatedRegularGrid" if type(pixelization.mesh) is Rectangular else "IrregularGrid"
+
+
+def _fill_grid(profile: Any, export: _Export, reconstruction: Any, out: Path) -> str:
+    """Write a pixelised source's values as a FITS file by ``out`` and point ``profile``'s
+    ``pixels`` at it; returns the file's name."""
+    reconstruction = getattr(reconstruction, "inversion", reconstruction)  # a FitImaging's
+    vertices = np.asarray(reconstruction.source_vertices, dtype=float)
+    values = np.asarray(reconstruction.reconstruction, dtype=float)
+    mesh = reconstruction.pixelization.mesh
+    if _grid_type(reconstruction.pixelization) != export.ctype or len(values) != len(vertices):
+        raise ValueError(
+            f"reconstruction is of a {type(mesh).__name__} mesh with {len(vertices)} vertices, "
+            f"not of {export.path} ({type(export.profile.mesh).__name__})"
+        )
+    file = f"{out.stem}_{export.path.replace('[', '_').replace('].', '_')}.fits"
+    pixels = profile.parameters["pixels"]
+    if export.ctype == "PixelatedRegularGrid":
+        from twinlens.fit import fits_io
+
+        ny, nx = mesh.shape
+        xs, ys = vertices[:, 0].reshape(ny, nx)[0], vertices[:, 1].reshape(ny, nx)[:, 0]
+        dx, dy = (xs[-1] - xs[0]) / (nx - 1), (ys[-1] - ys[0]) / (ny - 1)
+        fits_io.write_image(out.parent / file, values.reshape(ny, nx), None, overwrite=True)
+        pixels.set_grid(
+            file,
+            field_of_view_x=(float(xs[0] - dx / 2), float(xs[-1] + dx / 2)),
+            field_of_view_y=(float(ys[0] - dy / 2), float(ys[-1] + dy / 2)),
+            num_pix_x=nx,
+            num_pix_y=ny,
+            check_fits_file=False,
+        )
+    else:
+        from astropy.io import fits
+
+        xyz = zip("xyz", (*vertices.T, values), strict=True)
+        columns = [fits.Column(name, "D", array=a) for name, a in xyz]
+        fits.BinTableHDU.from_columns(columns).writeto(out.parent / file, overwrite=True)
+        pixels.set_grid(
+            file,
+            field_of_view_x=(float(vertices[:, 0].min()), float(vertices[:, 0].max())),
+            field_of_view_y=(float(vertices[:, 1].min()), float(vertices[:, 1].max())),
+            num_pix=len(values),
+            check_fits_file=False,
+        )
+    return file
 
 
 def _fill(

@@ -425,21 +425,17 @@ def write_results(
                 result.samples, model.labels, output / "corner.png", truths, paths=model.paths
             )
 
-    if fit is not None and fit.pixelised is not None:
-        warnings.warn(
-            "no COOLEST file written: pixelised sources are not exported to COOLEST yet",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return files
     try:
         from twinlens.export import to_coolest
 
         say("COOLEST export")
-        posterior = {  # COOLEST describes the lens and the sources, not a point source
-            path: result.samples[:, i]
-            for i, path in enumerate(model.paths)
-            if not path.startswith("point_source.")
+        def described(path: str) -> bool:
+            # COOLEST's profiles describe the lens and the sources' light, not a point source
+            # or a pixelised source's regularisation (result.json has both)
+            return not path.startswith("point_source.") and ".pixelization." not in path
+
+        posterior = {
+            path: result.samples[:, i] for i, path in enumerate(model.paths) if described(path)
         }
         files["coolest"] = Path(
             to_coolest(
@@ -447,7 +443,8 @@ def write_results(
                 output / "coolest.json",
                 dataset=dataset,
                 posterior=posterior,
-                priors=tuple(p for p in model.priors if not p[0].startswith("point_source.")),
+                priors=tuple(p for p in model.priors if described(p[0])),
+                reconstruction=None if fit is None else fit.pixelised,
             )
         )
     except (ImportError, ValueError, TypeError, NotImplementedError) as err:
