@@ -429,6 +429,7 @@ def write_results(
         from twinlens.export import to_coolest
 
         say("COOLEST export")
+
         def described(path: str) -> bool:
             # COOLEST's profiles describe the lens and the sources' light, not a point source
             # or a pixelised source's regularisation (result.json has both)
