@@ -381,3 +381,64 @@ def test_config_pixelization_in_a_lens_is_refused():
         ConfigError, match=r'lens\[0\]\.light\[1\]\.type = "Pixelization": .*source'
     ):
         parse_config(tomllib.loads(text), read_data=False)
+
+
+def _kmeans_toml(tmp_path, dataset, mesh: str) -> str:
+    for name, image in (("data", dataset.data), ("noise_map", dataset.noise_map)):
+        fits_io.write_image(tmp_path / f"{name}.fits", image, 0.1, overwrite=True)
+    fits_io.write_image(tmp_path / "psf.fits", dataset.psf.kernel, 0.1, overwrite=True)
+    text = TOML.replace(MESH, mesh, 1).replace(
+        'psf = "psf.fits"', 'psf = "psf.fits"\nsub_size = 2\nmask_radius = 1.4', 1
+    )
+    assert MESH not in text
+    return text
+
+
+def test_config_kmeans_mesh_clusters_on_the_data_or_an_image(tmp_path, dataset):
+    from twinlens.fit.pixelised import kmeans_vertices
+
+    text = _kmeans_toml(
+        tmp_path, dataset, 'mesh = {type = "Delaunay", n_vertices = 40, brightness = "data"}'
+    )
+    config = parse_config(tomllib.loads(text), tmp_path)
+    mesh = config.model.tracer.sources[0].pixelization.mesh
+    # the vertices the documented function gives on the data read from the files
+    expected = kmeans_vertices(config.dataset.grid, config.dataset.data, 40)
+    np.testing.assert_array_equal(mesh.image_vertices, expected)
+    assert config.dataset.grid.shape == dataset.grid.shape
+    # a brightness image of one's own (a previous fit's model), with the weighting settings
+    model = FitImaging(dataset, Tracer(Galaxy(mass=MASS), Galaxy(light=SOURCE)), "numpy")
+    fits_io.write_image(tmp_path / "model.fits", model.model_image, 0.1, overwrite=True)
+    text = _kmeans_toml(
+        tmp_path,
+        dataset,
+        'mesh = {type = "Delaunay", n_vertices = 30, brightness = "model.fits", '
+        "weight_floor = 0.2, weight_power = 2.0}",
+    )
+    mesh = parse_config(tomllib.loads(text), tmp_path).model.tracer.sources[0].pixelization.mesh
+    expected = kmeans_vertices(
+        config.dataset.grid, model.model_image, 30, weight_floor=0.2, weight_power=2.0
+    )
+    np.testing.assert_array_equal(mesh.image_vertices, expected)
+    assert len(mesh.image_vertices) == 30
+    # checked without the data (a catalogue's first pass): the file must exist, no clustering
+    checked = parse_config(tomllib.loads(text), tmp_path, read_data=False)
+    assert checked.model.tracer.sources[0].pixelization.mesh.image_vertices is None
+
+
+@pytest.mark.parametrize(
+    ("mesh", "match"),
+    [
+        ('{type = "Delaunay", n_vertices = 40, shape = [5, 5], brightness = "data"}', r"mesh: give shape .* or n_vertices .*, not both"),
+        ('{type = "Delaunay", n_vertices = 2, brightness = "data"}', r"mesh\.n_vertices = 2: expected a whole number >= 3"),
+        ('{type = "Delaunay", n_vertices = 40}', r"mesh\.brightness is missing"),
+        ('{type = "Delaunay", shape = [5, 5], brightness = "data"}', r"mesh\.brightness: a k-means setting; give n_vertices"),
+        ('{type = "Delaunay", n_vertices = 40, brightness = "nope.fits"}', r'mesh\.brightness = "nope\.fits": no such file'),
+        ('{type = "Delaunay", n_vertices = 40, brightness = "psf.fits"}', r"an image of shape \(5, 5\), but the data's grid is \(30, 30\)"),
+        ('{type = "Delaunay", n_vertices = 40, brightness = "data", weight_floor = 2.0}', r"mesh\.weight_floor = 2\.0: expected a number in \[0\.0, 1\.0\]"),
+    ],
+)  # fmt: skip
+def test_config_kmeans_mistakes_name_the_key(tmp_path, dataset, mesh, match):
+    text = _kmeans_toml(tmp_path, dataset, f"mesh = {mesh}")
+    with pytest.raises(ConfigError, match=match):
+        parse_config(tomllib.loads(text), tmp_path)

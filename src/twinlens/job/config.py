@@ -24,6 +24,12 @@ pixels, and lens-light intensities solved with them, constrained to be >= 0)::
     mesh = {type = "Delaunay", shape = [20, 20]}
     regularization = {type = "Constant", coefficient = {log_uniform = [0.01, 1000.0]}}
     positive = true
+
+A Delaunay mesh may instead cluster its vertices on a brightness image (weighted k-means,
+:func:`~twinlens.fit.pixelised.kmeans_vertices`): ``mesh = {type = "Delaunay", n_vertices =
+300, brightness = "stage1/fit_output/model.fits"}`` (a FITS image on the data's grid, such
+as a previous fit's model, or ``"data"``), with optional ``weight_floor`` and
+``weight_power``.
 """
 
 from __future__ import annotations
@@ -270,7 +276,13 @@ def _check_parameters(cls: type, params: dict, here: str) -> None:
 
 
 def _profiles(
-    entries: Any, kind: str, where: str, prefix: str, priors: dict, lights: tuple = ()
+    entries: Any,
+    kind: str,
+    where: str,
+    prefix: str,
+    priors: dict,
+    lights: tuple = (),
+    data: Any = None,
 ) -> tuple:
     if isinstance(entries, dict):
         entries = [entries]
@@ -288,7 +300,7 @@ def _profiles(
                     f'{here}.type = "Pixelization": a pixelization reconstructs a source\'s '
                     "light; put it in a [[source.light]] table"
                 )
-            out.append(_pixelization(params, here, f"{prefix}.pixelization", priors))
+            out.append(_pixelization(params, here, f"{prefix}.pixelization", priors, data))
             continue
         cls = _profile_class(params.pop("type", None), kind, f"{here}.type")
         follows = params.pop("light", None) if cls is mass_module.MGE else None
@@ -330,10 +342,72 @@ _MESHES = ("Rectangular", "RectangularAdaptDensity", "Delaunay")
 _MESH_KEYS = {
     "Rectangular": ("shape",),
     "RectangularAdaptDensity": ("shape", "uniform_fraction"),
-    "Delaunay": ("shape",),
+    "Delaunay": ("shape", "n_vertices", "brightness", "weight_floor", "weight_power"),
 }
 _REGULARIZATIONS = ("Constant", "Curvature", "AdaptiveBrightness")
 _PIXELIZATION_KEYS = ("type", "mesh", "regularization", "positive")
+
+
+def _kmeans_settings(mesh: dict, here: str) -> dict:
+    """The k-means settings of a Delaunay mesh table (``n_vertices``, ``brightness``,
+    ``weight_floor``, ``weight_power``), checked and removed from ``mesh``."""
+    if "shape" in mesh:
+        raise ConfigError(
+            f"{here}: give shape (an overlay grid) or n_vertices (k-means on a brightness "
+            "image), not both"
+        )
+    n = mesh.pop("n_vertices")
+    if not (isinstance(n, int) and not isinstance(n, bool) and n >= 3):
+        raise ConfigError(f"{here}.n_vertices = {_show(n)}: expected a whole number >= 3")
+    if "brightness" not in mesh:
+        raise ConfigError(
+            f'{here}.brightness is missing: n_vertices clusters on a brightness image, "data" '
+            "or a FITS file on the data's grid (a previous fit's \"fit_output/model.fits\")"
+        )
+    brightness = mesh.pop("brightness")
+    if not isinstance(brightness, str):
+        raise ConfigError(
+            f'{here}.brightness = {_show(brightness)}: expected "data" or a FITS file path'
+        )
+    settings = {"n_vertices": n, "brightness": brightness}
+    for key, lo, hi in (("weight_floor", 0.0, 1.0), ("weight_power", 0.0, 10.0)):
+        if key in mesh:
+            raw = mesh.pop(key)
+            if not (_is_number(raw) and lo <= float(raw) <= hi):
+                raise ConfigError(f"{here}.{key} = {_show(raw)}: expected a number in [{lo}, {hi}]")
+            settings[key] = float(raw)
+    return settings
+
+
+def _kmeans_mesh(settings: dict, here: str, data: Any) -> Any:
+    """A Delaunay mesh whose image-plane vertices are the k-means clusters of a brightness
+    image (:func:`~twinlens.fit.pixelised.kmeans_vertices`); without the data read (a
+    configuration only checked) the brightness file is checked and the overlay mesh stands
+    in."""
+    from twinlens.fit import fits_io, pixelised
+
+    dataset, base = data if data is not None else (None, Path("."))
+    name = settings["brightness"]
+    path = None if name == "data" else Path(name) if Path(name).is_absolute() else base / name
+    if path is not None and not path.is_file():
+        raise ConfigError(f"{here}.brightness = {_show(name)}: no such file {path}")
+    if dataset is None:
+        return pixelised.Delaunay()
+    if path is None:
+        image = np.asarray(dataset.data, dtype=float)
+    else:
+        try:
+            image, _ = fits_io.read_image(path)
+        except (OSError, ValueError) as err:
+            raise ConfigError(f"{here}.brightness = {_show(name)}: {err}") from None
+    if image.shape != dataset.grid.shape:
+        raise ConfigError(
+            f"{here}.brightness = {_show(name)}: an image of shape {image.shape}, but the "
+            f"data's grid is {dataset.grid.shape}"
+        )
+    extra = {k: settings[k] for k in ("weight_floor", "weight_power") if k in settings}
+    vertices = pixelised.kmeans_vertices(dataset.grid, image, settings["n_vertices"], **extra)
+    return pixelised.Delaunay(image_vertices=vertices)
 
 
 def _typed_table(raw: Any, here: str, choices: tuple, what: str) -> tuple[str, dict]:
@@ -351,8 +425,9 @@ def _typed_table(raw: Any, here: str, choices: tuple, what: str) -> tuple[str, d
     return name, params
 
 
-def _pixelization(params: dict, here: str, path: str, priors: dict) -> Any:
-    """A ``type = "Pixelization"`` source light entry: its mesh and regularisation."""
+def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = None) -> Any:
+    """A ``type = "Pixelization"`` source light entry: its mesh and regularisation (``data``:
+    the dataset and the configuration's folder, which a k-means mesh needs)."""
     from twinlens.fit import pixelised
 
     params.pop("type")
@@ -374,12 +449,20 @@ def _pixelization(params: dict, here: str, path: str, priors: dict) -> Any:
         raise ConfigError(f"{here}.positive = {_show(positive)}: expected true or false")
     name, mesh_params = _typed_table(params["mesh"], f"{here}.mesh", _MESHES, "mesh")
     mesh_keys = _MESH_KEYS[name]
+    kmeans = None
+    if name == "Delaunay" and "n_vertices" in mesh_params:
+        kmeans = _kmeans_settings(mesh_params, f"{here}.mesh")
     for key, raw in mesh_params.items():
         if key not in mesh_keys:
             settings = "setting is" if len(mesh_keys) == 1 else "settings are"
             raise ConfigError(
                 f"{here}.mesh.{key}: a {name} mesh has no setting {key!r}; its {settings} "
                 f"{', '.join(mesh_keys)}{_suggest(key, mesh_keys)}"
+            )
+        if key in ("brightness", "weight_floor", "weight_power"):
+            raise ConfigError(
+                f"{here}.mesh.{key}: a k-means setting; give n_vertices too (the number of "
+                "vertices to cluster), or leave it out"
             )
         if key == "uniform_fraction":
             if not _is_number(raw):
@@ -396,9 +479,12 @@ def _pixelization(params: dict, here: str, path: str, priors: dict) -> Any:
                 f"{here}.mesh.shape = {_show(raw)}: expected [ny, nx], two whole numbers"
             )
     try:
-        mesh = getattr(pixelised, name)(
-            **{k: tuple(v) if k == "shape" else float(v) for k, v in mesh_params.items()}
-        )
+        if kmeans is not None:
+            mesh = _kmeans_mesh(kmeans, f"{here}.mesh", data)
+        else:
+            mesh = getattr(pixelised, name)(
+                **{k: tuple(v) if k == "shape" else float(v) for k, v in mesh_params.items()}
+            )
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{here}.mesh ({name}): {err}") from None
     where = f"{here}.regularization"
@@ -614,7 +700,7 @@ def _toml_path(message: str) -> str:
     return message.replace("lenses[", "lens[").replace("sources[", "source[")
 
 
-def _galaxies(entries: Any, role: str, priors: dict) -> tuple:
+def _galaxies(entries: Any, role: str, priors: dict, data: Any = None) -> tuple:
     if entries is None:
         return ()
     if isinstance(entries, dict):
@@ -633,7 +719,9 @@ def _galaxies(entries: Any, role: str, priors: dict) -> tuple:
                 f"light{_suggest(unknown[0], ('mass', 'light'))}"
             )
         prefix = f"{'lenses' if role == 'lens' else 'sources'}[{g}]"
-        light = _profiles(table.get("light", []), "light", f"{role}[{g}].light", prefix, priors)
+        light = _profiles(
+            table.get("light", []), "light", f"{role}[{g}].light", prefix, priors, data=data
+        )
         mass = _profiles(
             table.get("mass", []), "mass", f"{role}[{g}].mass", prefix, priors, lights=light
         )
@@ -825,9 +913,11 @@ def parse_config(
             f"{', '.join(BACKENDS)}{_suggest(raw_backend, BACKENDS)}"
         ) from None
     priors: dict[str, Prior] = {}
-    lenses = _galaxies(data.get("lens"), "lens", priors)
-    sources = _galaxies(data.get("source"), "source", priors)
     imaging = "dataset" in data
+    # read first: a k-means source mesh clusters on the data's grid
+    dataset = _dataset(data["dataset"], base, read_data) if imaging else None
+    lenses = _galaxies(data.get("lens"), "lens", priors)
+    sources = _galaxies(data.get("source"), "source", priors, (dataset, base))
     if not imaging and "point_source" not in data:
         raise ConfigError(
             "nothing to fit: give a [dataset] (imaging), a [point_source] (image positions, "
@@ -852,7 +942,7 @@ def parse_config(
     search = _search(data.get("search"), backend, model.n_params)
     output = Path(data.get("output", "twinlens_fit"))
     return FitConfig(
-        dataset=_dataset(data["dataset"], base, read_data) if imaging else None,
+        dataset=dataset,
         model=model,
         search=search,
         backend=backend,
