@@ -151,3 +151,141 @@ def test_quasar_example_recovers_h0(tmp_path):
     sigma = 0.5 * (h0["upper_68"] - h0["lower_68"])
     assert 0 < sigma < 10, h0
     assert abs(h0["median"] - 70.0) < 3 * sigma, h0
+
+
+# -- a multi-plane lens in the configuration, H0 from its delays -----------------------------
+
+TWO_PLANES = """
+[[lens]]
+redshift = 0.5
+[[lens.mass]]
+type = "PowerLaw"
+centre = [0.0, 0.0]
+ell_comps = [{{uniform = [-0.3, 0.3]}}, 0.05]
+einstein_radius = 1.2
+slope = 2.05
+[[lens.mass]]
+type = "ExternalShear"
+gamma_1 = 0.03
+gamma_2 = -0.02
+
+[[lens]]
+redshift = 0.9
+[[lens.mass]]
+type = "SIS"
+centre = [1.6, 0.4]
+einstein_radius = 0.15
+
+[point_source]
+positions = {positions}
+position_sigma = 0.003
+delays = {delays}
+delay_sigma = 0.25
+position_likelihood = "source"
+centre = [{{uniform = [-0.2, 0.2]}}, {{uniform = [-0.2, 0.2]}}]
+h0 = {{uniform = [40.0, 100.0]}}
+z_source = 2.0
+"""
+
+
+def _two_plane_truth():
+    from twinlens.fit.lens_equation import ImageSolver
+    from twinlens.fit.multiplane import MultiPlaneTracer
+    from twinlens.mass import SIS, ExternalShear, PowerLaw
+
+    main = PowerLaw((0.0, 0.0), (0.1, 0.05), 1.2, 2.05)
+    tracer = MultiPlaneTracer(
+        (
+            timedelay.Galaxy(mass=(main, ExternalShear(0.03, -0.02)), redshift=0.5),
+            timedelay.Galaxy(mass=SIS((1.6, 0.4), 0.15), redshift=0.9),
+        ),
+        z_source=2.0,
+    )
+    beta = np.array([0.03, -0.02])  # inside the two-plane lens's inner caustic: a quad
+    positions = ImageSolver(window=3.0, cells=301).solve(tracer, beta, "numpy").found()[0]
+    delays = tracer.time_delays(positions, beta, "numpy")[1:]  # the default H0 = 70
+    return tracer, positions, delays
+
+
+def test_multi_plane_configuration_samples_h0(tmp_path):
+    import tomllib
+
+    from twinlens.fit.multiplane import MultiPlaneTracer
+    from twinlens.job.config import parse_config
+    from twinlens.search import Objective
+
+    _, positions, delays = _two_plane_truth()
+    assert len(positions) == 4
+    text = TWO_PLANES.format(
+        positions=[[float(v) for v in p] for p in positions], delays=[float(d) for d in delays]
+    )
+    config = parse_config(tomllib.loads(text), tmp_path)
+    tracer = config.model.tracer
+    assert isinstance(tracer, MultiPlaneTracer)
+    assert (tracer.plane_redshifts, tracer.z_source, tracer.h0) == ((0.5, 0.9), 2.0, 70.0)
+    assert config.model.paths[-1] == "point_source.h0"
+    objective = Objective.build(config.model, None, "numba", config.point_source.likelihood)
+    at = np.array([[0.1, 0.03, -0.02, h] for h in (70.0, 63.0, 77.0)])
+    values = objective.log_likelihood(at)
+    # at the truth the model is exact; 10% off in H0 moves every delay by 10%
+    assert values[0] == pytest.approx(0.0, abs=1e-12)
+    expected = -0.5 * np.sum((delays - delays * 70.0 / 63.0) ** 2) / 0.25**2
+    assert values[1] == pytest.approx(expected, rel=1e-9)
+
+
+H0_PRIOR = "h0 = {uniform = [40.0, 100.0]}"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "match"),
+    [
+        (H0_PRIOR, "time_delay_distance = 3000.0", "time_delay_distance: not used with a multi"),
+        ("z_source = 2.0", "z_source = 2.0\nz_lens = 0.5", "z_lens: not used with a multi-plane"),
+        ("z_source = 2.0", "", "a multi-plane lens needs one source redshift"),
+        ("redshift = 0.9\n", "", r"lens\[1\]\.redshift is missing: give every .*given: \[0\.5\]"),
+        ("redshift = 0.9", "redshift = -1.0", r"lens\[1\]\.redshift = -1\.0: expected a number"),
+        ("redshift = 0.9", "redshift = 2.5", r"lens\[1\]\.redshift must be in \[0, z_source\)"),
+    ],
+)
+def test_multi_plane_configuration_mistakes_are_named(tmp_path, old, new, match):
+    import tomllib
+
+    from twinlens.job.config import ConfigError, parse_config
+
+    text = TWO_PLANES.format(positions=[[1.0, 0.0], [-1.0, 0.0]], delays=[1.0])
+    assert old.replace("{", "{{").replace("}", "}}") in TWO_PLANES or old in text
+    with pytest.raises(ConfigError, match=match):
+        parse_config(tomllib.loads(text.replace(old, new, 1)), tmp_path)
+
+
+def test_h0_is_for_a_multi_plane_lens(tmp_path):
+    import tomllib
+
+    from twinlens.job.config import ConfigError, parse_config
+
+    text = timedelay.write_quasar_example(tmp_path).read_text()
+    text = text.replace("time_delay_distance = ", "h0 = 70.0\ntime_delay_distance = ", 1)
+    with pytest.raises(ConfigError, match=r"\[point_source\]\.h0: for a multi-plane lens"):
+        parse_config(tomllib.loads(text), tmp_path)
+
+
+def test_a_multi_plane_fit_reports_the_sampled_h0(tmp_path):
+    import tomllib
+
+    from twinlens.job import run_fit
+    from twinlens.job.config import parse_config
+
+    _, positions, delays = _two_plane_truth()
+    text = TWO_PLANES.format(
+        positions=[[float(v) for v in p] for p in positions], delays=[float(d) for d in delays]
+    )
+    text += '\n[search]\nname = "nautilus"\nn_live = 40\nn_like_max = 400\nseed = 3\n'
+    config = parse_config(tomllib.loads(text), tmp_path)
+    files = run_fit(config, output=tmp_path / "out", progress=False)
+    record = json.loads(files["json"].read_text())
+    h0 = record["derived"]["h0"]
+    column = np.loadtxt(files["samples"], delimiter=",", skiprows=1, ndmin=2)[:, 3]
+    assert h0["median"] == pytest.approx(np.median(column), rel=1e-12)  # the sampled H0
+    assert "H0 = " in files["summary"].read_text()
+    entities = json.loads(files["coolest"].read_text())["lensing_entities"]
+    assert sorted({e["redshift"] for e in entities}) == [0.5, 0.9]

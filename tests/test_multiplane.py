@@ -4,6 +4,7 @@ each other, imaging and the lens-equation solver with a two-plane lens, and bad 
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import numpy as np
@@ -648,6 +649,36 @@ def test_point_source_likelihood_delays_with_a_multi_plane_tracer():
         got = np.asarray(model_delays(tracer, PointSource(centre=tuple(source)), data, b))
         ref = tracer.time_delays(pos, source, "numpy")[1:]
         np.testing.assert_allclose(got, ref, rtol=1e-12, err_msg=b)
+
+
+def test_point_source_h0_rescales_the_multi_plane_delays_as_the_cosmology_does():
+    # H0 = 60 given to the point source against the same tracer whose cosmology has H0 = 60:
+    # astropy's distances at the other H0, an independent computation of the delays
+    from astropy.cosmology import FlatLambdaCDM
+
+    from twinlens.fit.point_source_likelihood import PointSource, PointSourceData, model_delays
+
+    tracer = _three_planes()
+    assert tracer.h0 == 70.0
+    source = np.array([0.05, 0.02])
+    pos = ImageSolver(window=2.5).solve(tracer, source).found()[0]
+    data = PointSourceData(positions=pos, position_sigma=0.005)
+    other = dataclasses.replace(tracer, cosmology=FlatLambdaCDM(H0=60.0, Om0=0.3))
+    ref = other.time_delays(pos, source, "numpy")[1:]
+    point = PointSource(centre=tuple(source), h0=60.0)
+    for b in BACKENDS:
+        _backend(b)
+        got = np.asarray(model_delays(tracer, point, data, b))
+        np.testing.assert_allclose(got, ref, rtol=1e-12, err_msg=b)
+    assert not np.allclose(ref, tracer.time_delays(pos, source, "numpy")[1:], rtol=0.1)
+    jax = pytest.importorskip("jax")
+    # traced H0: the delays go as 1 / H0, d(delay)/dH0 = -delay / H0
+    grad = jax.grad(
+        lambda h: model_delays(tracer, PointSource(centre=tuple(source), h0=h), data, "jax")[0]
+    )(60.0)
+    np.testing.assert_allclose(float(grad), -ref[0] / 60.0, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"PointSource\.h0 must be > 0"):
+        PointSource(h0=-70.0)
 
 
 def test_arrival_times_bad_input():

@@ -458,6 +458,14 @@ class MultiPlaneTracer(Tracer):
             "symmetric); for time delays use MultiPlaneTracer.arrival_times or time_delays"
         )
 
+    @property
+    def h0(self) -> float:
+        """The Hubble constant of the tracer's cosmology, km/s/Mpc."""
+        from twinlens.cosmology import default_cosmology
+
+        cosmology = self.cosmology or Cosmology(default_cosmology())
+        return float(cosmology.astropy.H0.to_value("km / (s Mpc)"))
+
     def delay_weights(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """``(tau, T)``, Mpc, one entry per plane in redshift order: the weights of the
         geometric and potential terms of :meth:`arrival_times`, ``tau_i = (1 + z_i) D_i

@@ -42,7 +42,8 @@ observed positions (:func:`~twinlens.fit.point_sources.fermat_potential`) gives 
 ``chi^2 = sum_{i >= 1} (Delta t_i,obs - Delta t_i)^2 / sigma_t,i^2``. With a
 :class:`~twinlens.fit.multiplane.MultiPlaneTracer` the model delays are its
 :meth:`~twinlens.fit.multiplane.MultiPlaneTracer.arrival_times` (distances from its cosmology,
-plane by plane) at the observed positions, and ``PointSource.time_delay_distance`` is not used.
+plane by plane) at the observed positions, scaled to ``PointSource.h0`` when it is given, and
+``PointSource.time_delay_distance`` is not used.
 
 All terms run on numba, numpy and JAX (``jit``; the source-plane, flux and delay terms also
 ``grad``), with the same values.
@@ -101,18 +102,29 @@ class PointSource(ValueIdentity):
         Intrinsic (unlensed) flux, in the units of the measured fluxes, > 0 (used only by the
         flux term).
     time_delay_distance : float
-        ``D_dt = (1 + z_d) D_d D_s / D_ds``, Mpc, > 0 (used only by the time-delay term).
+        ``D_dt = (1 + z_d) D_d D_s / D_ds``, Mpc, > 0 (used only by the time-delay term of a
+        single-plane lens).
+    h0 : float, optional
+        ``H0`` (km/s/Mpc) for the time-delay term of a
+        :class:`~twinlens.fit.multiplane.MultiPlaneTracer`: its cosmology with ``H0``
+        replaced and every other parameter kept. Every distance of an FLRW cosmology with
+        fixed density parameters scales as ``1 / H0`` while the ratios that bend the rays do
+        not, so the delays are the tracer's own times ``H0_cosmology / h0``. None (the
+        default): the cosmology's own ``H0``.
     """
 
     centre: tuple[Any, Any] = (0.0, 0.0)
     flux: Any = 1.0
     time_delay_distance: Any = 5000.0
+    h0: Any = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_pair(self, "centre", self.centre)
         check_positive(self, "flux", self.flux)
         check_positive(self, "time_delay_distance", self.time_delay_distance)
+        if self.h0 is not None:
+            check_positive(self, "h0", self.h0)
 
 
 def _array(name: str, value: Any, shape: tuple[int, ...], positive: bool) -> np.ndarray:
@@ -298,7 +310,9 @@ def model_delays(
     beta = xp.stack([xp.asarray(point_source.centre[0]), xp.asarray(point_source.centre[1])])
     if isinstance(tracer, MultiPlaneTracer):
         t = tracer.arrival_times(xp.asarray(data.positions), beta, b)
-        return t[1:] - t[0]
+        if point_source.h0 is None:
+            return t[1:] - t[0]
+        return (t[1:] - t[0]) * (tracer.h0 / point_source.h0)
     phi = fermat_potential(tracer, xp.asarray(data.positions), beta, b)
     return time_delay_days(phi[1:] - phi[0], point_source.time_delay_distance)
 

@@ -521,7 +521,7 @@ def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = 
 
 
 _PS_DATA = ("positions", "position_sigma", "delays", "delay_sigma", "fluxes", "flux_sigma")
-_PS_PARAMS = ("centre", "flux", "time_delay_distance")
+_PS_PARAMS = ("centre", "flux", "time_delay_distance", "h0")
 _PS_KEYS: tuple[str, ...] = (*_PS_DATA, *_PS_PARAMS, "position_likelihood", "solver")
 _PS_KEYS = (*_PS_KEYS, "z_lens", "z_source", "omega_m")
 _SOLVER_KEYS = ("window", "centre", "cells", "max_images", "newton_iterations", "tolerance")
@@ -538,8 +538,11 @@ def _numbers(raw: Any, where: str, what: str) -> Any:
     return np.asarray(raw, dtype=float)
 
 
-def _point_source(table: Any, priors: dict) -> tuple[Any, PointSourceConfig]:
-    """The ``[point_source]`` table: ``(PointSource, PointSourceConfig)``."""
+def _point_source(
+    table: Any, priors: dict, multi_plane: bool = False
+) -> tuple[Any, PointSourceConfig]:
+    """The ``[point_source]`` table: ``(PointSource, PointSourceConfig)``; ``multi_plane``
+    when the lens is a multi-plane one (its delays then scale with ``h0``, not ``D_dt``)."""
     from twinlens.fit.lens_equation import ImageSolver
     from twinlens.fit.point_source_likelihood import (
         POSITION_LIKELIHOODS,
@@ -634,7 +637,20 @@ def _point_source(table: Any, priors: dict) -> tuple[Any, PointSourceConfig]:
             f"{where}.centre = {_show(table['centre'])}: expected a pair [x, y] of numbers or "
             "prior tables"
         )
-    if "delays" in data and "time_delay_distance" not in table:
+    if multi_plane:
+        for key, why in (
+            ("time_delay_distance", "give h0 (its delays come from the cosmology's distances)"),
+            ("z_lens", "the lens planes are the [[lens]] redshifts"),
+        ):
+            if key in table:
+                raise ConfigError(f"{where}.{key}: not used with a multi-plane lens; {why}")
+    elif "h0" in table:
+        raise ConfigError(
+            f"{where}.h0: for a multi-plane lens ([[lens]] redshifts on several planes); a "
+            "single-plane lens's delays take time_delay_distance, and H0 follows from it with "
+            "z_lens and z_source"
+        )
+    if "delays" in data and "time_delay_distance" not in table and not multi_plane:
         raise ConfigError(
             f"{where}.time_delay_distance is missing: delays need D_dt (Mpc), e.g. "
             "time_delay_distance = {uniform = [1000.0, 10000.0]}"
@@ -668,7 +684,7 @@ def _point_source(table: Any, priors: dict) -> tuple[Any, PointSourceConfig]:
             if not _is_number(table[key]):
                 raise ConfigError(f"{where}.{key} = {_show(table[key])}: expected a number")
             cosmo[key] = float(table[key])
-    if ("z_lens" in cosmo) != ("z_source" in cosmo):
+    if not multi_plane and ("z_lens" in cosmo) != ("z_source" in cosmo):
         raise ConfigError(f"{where}: give both z_lens and z_source (to report H0), or neither")
     if "z_lens" in cosmo:
         from twinlens.cosmology import time_delay_distance
@@ -712,12 +728,16 @@ def _galaxies(entries: Any, role: str, priors: dict, data: Any = None) -> tuple:
         )
     galaxies = []
     for g, table in enumerate(entries):
-        unknown = sorted(set(table) - {"mass", "light"})
+        entries_allowed = ("mass", "light", "redshift")
+        unknown = sorted(set(table) - set(entries_allowed))
         if unknown:
             raise ConfigError(
-                f"{role}[{g}]: unknown entries {', '.join(unknown)}; a galaxy has mass and "
-                f"light{_suggest(unknown[0], ('mass', 'light'))}"
+                f"{role}[{g}]: unknown entries {', '.join(unknown)}; a galaxy has mass, light "
+                f"and a redshift{_suggest(unknown[0], entries_allowed)}"
             )
+        redshift = table.get("redshift")
+        if redshift is not None and not (_is_number(redshift) and 0 <= float(redshift) < 1e3):
+            raise ConfigError(f"{role}[{g}].redshift = {_show(redshift)}: expected a number >= 0")
         prefix = f"{'lenses' if role == 'lens' else 'sources'}[{g}]"
         light = _profiles(
             table.get("light", []), "light", f"{role}[{g}].light", prefix, priors, data=data
@@ -725,8 +745,49 @@ def _galaxies(entries: Any, role: str, priors: dict, data: Any = None) -> tuple:
         mass = _profiles(
             table.get("mass", []), "mass", f"{role}[{g}].mass", prefix, priors, lights=light
         )
-        galaxies.append(Galaxy(mass=mass, light=light))
+        z = None if redshift is None else float(redshift)
+        galaxies.append(Galaxy(mass=mass, light=light, redshift=z))
     return tuple(galaxies)
+
+
+def _tracer(lenses: tuple, sources: tuple, point_table: Any) -> Tracer:
+    """A :class:`Tracer`, or a :class:`~twinlens.fit.multiplane.MultiPlaneTracer` when the
+    lens galaxies' redshifts name more than one plane (its source redshift from the sources'
+    ``redshift`` or ``[point_source].z_source``; flat LambdaCDM with H0 = 70 and the
+    point source's ``omega_m``)."""
+    planes = sorted({g.redshift for g in lenses if g.redshift is not None})
+    missing = [f"lens[{i}]" for i, g in enumerate(lenses) if g.redshift is None]
+    if planes and missing:
+        raise ConfigError(
+            f"{missing[0]}.redshift is missing: give every [[lens]] a redshift (on several "
+            f"planes they make a multi-plane lens), or none; given: {planes}"
+        )
+    if len(planes) < 2:
+        return Tracer(lenses, sources)
+    table = point_table if isinstance(point_table, dict) else {}
+    z_sources = {g.redshift for g in sources if g.redshift is not None}
+    if "z_source" in table and _is_number(table["z_source"]):
+        z_sources.add(float(table["z_source"]))
+    if len(z_sources) != 1:
+        differ = f"; they differ: {sorted(z_sources)}" if z_sources else ""
+        raise ConfigError(
+            "a multi-plane lens needs one source redshift: give [[source]] redshift (or "
+            f"[point_source].z_source){differ}"
+        )
+    from astropy.cosmology import FlatLambdaCDM
+
+    from twinlens.fit.multiplane import MultiPlaneTracer
+
+    omega_m = float(table.get("omega_m", 0.3)) if _is_number(table.get("omega_m", 0.3)) else 0.3
+    try:
+        return MultiPlaneTracer(
+            lenses,
+            sources,
+            z_source=z_sources.pop(),
+            cosmology=FlatLambdaCDM(H0=70.0, Om0=omega_m),
+        )
+    except (TypeError, ValueError) as err:
+        raise ConfigError(_toml_path(str(err).replace("MultiPlaneTracer.", ""))) from None
 
 
 def _dataset(table: Any, base: Path, read: bool = True) -> Imaging | None:
@@ -929,12 +990,13 @@ def parse_config(
             if imaging
             else "the model needs at least one [[lens]]"
         )
-    point_source, ps_config = None, None
-    if "point_source" in data:
-        point_source, ps_config = _point_source(data["point_source"], priors)
     if not priors:
         raise ConfigError("no free parameter: give at least one parameter a prior table")
-    tracer = Tracer(lenses, sources)
+    tracer = _tracer(lenses, sources, data.get("point_source"))
+    point_source, ps_config = None, None
+    if "point_source" in data:
+        multi_plane = type(tracer) is not Tracer
+        point_source, ps_config = _point_source(data["point_source"], priors, multi_plane)
     if not imaging:
         _check_without_imaging(tracer, priors)
     _check_pixelised(tracer, priors)

@@ -298,7 +298,15 @@ def write_results(
     point_config = getattr(config, "point_source", None)
     h0_samples = None
     d_dt_path = "point_source.time_delay_distance"
-    if point_config is not None and d_dt_path in model.paths:
+    if "point_source.h0" in model.paths:  # a multi-plane lens: H0 is sampled
+        h0_samples = result.samples[:, model.paths.index("point_source.h0")]
+        derived["h0"] = _stats(
+            h0_samples,
+            point,
+            "H0 of the multi-plane lens's cosmology (flat LambdaCDM, its Omega_m fixed), "
+            "sampled, km/s/Mpc",
+        )
+    elif point_config is not None and d_dt_path in model.paths:
         d_dt = result.samples[:, model.paths.index(d_dt_path)]
         derived["time_delay_distance"] = _stats(
             d_dt, point, "time-delay distance D_dt = (1 + z_d) D_d D_s / D_ds, Mpc"

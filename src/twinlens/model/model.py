@@ -47,6 +47,7 @@ _LABELS = {
     "coefficient": r"\lambda",  # a pixelised source's regularisation coefficient
     "time_delay_distance": r"D_{\Delta t}",
     "flux": "F",
+    "h0": r"H_0",
 }
 
 #: the prefix of a point source's parameter paths (``point_source.centre[0]``)
