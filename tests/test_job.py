@@ -217,16 +217,18 @@ def test_parse_config_needs_data_lens_source_and_a_free_parameter(tmp_path):
     lens = [{"mass": [{"type": "SIS"}]}]
     with pytest.raises(ConfigError, match=r"nothing to fit: give a \[dataset\]"):
         parse_config({"lens": lens}, tmp_path)
+    files = {"data": "d.fits", "noise_map": "n.fits", "psf": "p.fits"}  # checked, not read
     with pytest.raises(ConfigError, match=r"at least one \[\[lens\]\] and one \[\[source\]\]"):
-        parse_config({"lens": lens, "dataset": {"data": "d.fits"}}, tmp_path)
+        parse_config({"lens": lens, "dataset": files}, tmp_path, read_data=False)
     with pytest.raises(ConfigError, match="no free parameter"):
         parse_config(
             {
                 "lens": [{"mass": [{"type": "SIS", "einstein_radius": 1.0}]}],
                 "source": [{"light": [{"type": "LinearSersic"}]}],
-                "dataset": {"data": "d.fits"},
+                "dataset": files,
             },
             tmp_path,
+            read_data=False,
         )
     assert GaussianPrior(0.0, 1.0).median == 0.0
 

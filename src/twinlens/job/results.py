@@ -284,16 +284,13 @@ def write_results(
     n_theta = min(N_EINSTEIN_RADII, len(result.samples))
     say(f"effective Einstein radius of {n_theta} posterior samples")
     theta = einstein_radii(model, result.samples)
-    finite = np.isfinite(theta)
     derived = {
-        "einstein_radius": {
-            "definition": "radius of the circle about the lens centre within which the mean "
-            "convergence of all lens mass is 1, arcsec",
-            "median": float(np.nanmedian(theta)) if finite.any() else None,
-            "lower_68": None if point or not finite.any() else float(np.nanpercentile(theta, 16)),
-            "upper_68": None if point or not finite.any() else float(np.nanpercentile(theta, 84)),
-            "n_samples": int(finite.sum()),
-        }
+        "einstein_radius": _stats(
+            theta,
+            point,
+            "radius of the circle about the lens centre within which the mean convergence of "
+            "all lens mass is 1, arcsec",
+        )
     }
     point_config = getattr(config, "point_source", None)
     h0_samples = None
