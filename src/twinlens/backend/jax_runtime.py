@@ -2,7 +2,10 @@
 
 * float64 is switched on (``jax_enable_x64``) unless ``TWINLENS_JAX_X64=0`` opts into float32;
 * ``TWINLENS_JAX_CACHE_DIR`` turns on JAX's persistent compilation cache in that folder (off by
-  default);
+  default; the test suite and ``twinlens validate`` turn it on), capped at
+  ``TWINLENS_JAX_CACHE_MAX_MB`` megabytes (default 1024; the least recently used programs are
+  dropped first; ``0`` for no cap). The cap needs the ``filelock`` package, which
+  ``twinlens[jax]`` installs; without it the folder is not capped;
 * every value-identity class is registered as a JAX pytree (see :mod:`twinlens.fields`).
 """
 
@@ -55,10 +58,35 @@ def load() -> ModuleType:
     if cache_dir:
         jax.config.update("jax_compilation_cache_dir", cache_dir)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        cap = cache_cap_bytes()
+        if cap is not None:
+            jax.config.update("jax_compilation_cache_max_size", cap)
     _loaded = jax
     while _on_load:
         _on_load.pop(0)(jax)
     return jax
+
+
+DEFAULT_CACHE_MAX_MB = 1024
+
+
+def cache_cap_bytes() -> int | None:
+    """The on-disk program cache's cap in bytes (``TWINLENS_JAX_CACHE_MAX_MB``), or None for
+    no cap: ``0``, or ``filelock`` missing (JAX's eviction locks the folder with it)."""
+    raw = os.environ.get("TWINLENS_JAX_CACHE_MAX_MB", str(DEFAULT_CACHE_MAX_MB))
+    try:
+        megabytes = float(raw)
+    except ValueError:
+        raise ValueError(
+            f"TWINLENS_JAX_CACHE_MAX_MB={raw!r}: expected a number of megabytes >= 0"
+        ) from None
+    if not megabytes >= 0:
+        raise ValueError(f"TWINLENS_JAX_CACHE_MAX_MB={raw!r}: expected a number of megabytes >= 0")
+    try:
+        import filelock  # noqa: F401
+    except ImportError:
+        return None
+    return int(megabytes * 2**20) if megabytes > 0 else None
 
 
 _warned_float32 = False
