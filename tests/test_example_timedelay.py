@@ -242,8 +242,13 @@ H0_PRIOR = "h0 = {uniform = [40.0, 100.0]}"
         (H0_PRIOR, "time_delay_distance = 3000.0", "time_delay_distance: not used with a multi"),
         ("z_source = 2.0", "z_source = 2.0\nz_lens = 0.5", "z_lens: not used with a multi-plane"),
         ("z_source = 2.0", "", "a multi-plane lens needs one source redshift"),
+        (H0_PRIOR, "", r"\[point_source\]\.h0 is missing: a multi-plane lens's delays"),
         ("redshift = 0.9\n", "", r"lens\[1\]\.redshift is missing: give every .*given: \[0\.5\]"),
-        ("redshift = 0.9", "redshift = -1.0", r"lens\[1\]\.redshift = -1\.0: expected a number"),
+        (
+            "redshift = 0.9",
+            "redshift = -1.0",
+            r"lens\[1\]\.redshift = -1\.0: expected a number in \[0, 1000\)",
+        ),
         ("redshift = 0.9", "redshift = 2.5", r"lens\[1\]\.redshift must be in \[0, z_source\)"),
     ],
 )
@@ -256,6 +261,23 @@ def test_multi_plane_configuration_mistakes_are_named(tmp_path, old, new, match)
     assert old.replace("{", "{{").replace("}", "}}") in TWO_PLANES or old in text
     with pytest.raises(ConfigError, match=match):
         parse_config(tomllib.loads(text.replace(old, new, 1)), tmp_path)
+
+
+def test_the_point_source_alone_may_hold_every_free_parameter(tmp_path):
+    import tomllib
+
+    from twinlens.job.config import parse_config
+
+    _, positions, delays = _two_plane_truth()
+    text = TWO_PLANES.format(
+        positions=[[float(v) for v in p] for p in positions], delays=[float(d) for d in delays]
+    ).replace("ell_comps = [{uniform = [-0.3, 0.3]}, 0.05]", "ell_comps = [0.1, 0.05]")
+    config = parse_config(tomllib.loads(text), tmp_path)  # a fixed lens
+    assert config.model.paths == (
+        "point_source.centre[0]",
+        "point_source.centre[1]",
+        "point_source.h0",
+    )
 
 
 def test_h0_is_for_a_multi_plane_lens(tmp_path):

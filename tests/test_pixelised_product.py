@@ -433,7 +433,7 @@ def test_config_kmeans_mesh_clusters_on_the_data_or_an_image(tmp_path, dataset):
         ('{type = "Delaunay", n_vertices = 2, brightness = "data"}', r"mesh\.n_vertices = 2: expected a whole number >= 3"),
         ('{type = "Delaunay", n_vertices = 40}', r"mesh\.brightness is missing"),
         ('{type = "Delaunay", shape = [5, 5], brightness = "data"}', r"mesh\.brightness: a k-means setting; give n_vertices"),
-        ('{type = "Delaunay", n_vertices = 40, brightness = "nope.fits"}', r'mesh\.brightness = "nope\.fits": no such file'),
+        ('{type = "Delaunay", n_vertices = 40, brightness = "nope.fits"}', r'^source\[0\]\.light\[0\]\.mesh\.brightness = "nope\.fits": no such file'),
         ('{type = "Delaunay", n_vertices = 40, brightness = "psf.fits"}', r"an image of shape \(5, 5\), but the data's grid is \(30, 30\)"),
         ('{type = "Delaunay", n_vertices = 40, brightness = "data", weight_floor = 2.0}', r"mesh\.weight_floor = 2\.0: expected a number in \[0\.0, 1\.0\]"),
     ],

@@ -485,6 +485,8 @@ def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = 
             mesh = getattr(pixelised, name)(
                 **{k: tuple(v) if k == "shape" else float(v) for k, v in mesh_params.items()}
             )
+    except ConfigError:  # already names its key
+        raise
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{here}.mesh ({name}): {err}") from None
     where = f"{here}.regularization"
@@ -650,6 +652,11 @@ def _point_source(
             "single-plane lens's delays take time_delay_distance, and H0 follows from it with "
             "z_lens and z_source"
         )
+    if "delays" in data and multi_plane and "h0" not in table:
+        raise ConfigError(
+            f"{where}.h0 is missing: a multi-plane lens's delays scale as 1 / H0, e.g. "
+            "h0 = {uniform = [40.0, 100.0]} (km/s/Mpc), or h0 = 70.0 to fix it"
+        )
     if "delays" in data and "time_delay_distance" not in table and not multi_plane:
         raise ConfigError(
             f"{where}.time_delay_distance is missing: delays need D_dt (Mpc), e.g. "
@@ -737,7 +744,9 @@ def _galaxies(entries: Any, role: str, priors: dict, data: Any = None) -> tuple:
             )
         redshift = table.get("redshift")
         if redshift is not None and not (_is_number(redshift) and 0 <= float(redshift) < 1e3):
-            raise ConfigError(f"{role}[{g}].redshift = {_show(redshift)}: expected a number >= 0")
+            raise ConfigError(
+                f"{role}[{g}].redshift = {_show(redshift)}: expected a number in [0, 1000)"
+            )
         prefix = f"{'lenses' if role == 'lens' else 'sources'}[{g}]"
         light = _profiles(
             table.get("light", []), "light", f"{role}[{g}].light", prefix, priors, data=data
@@ -990,13 +999,13 @@ def parse_config(
             if imaging
             else "the model needs at least one [[lens]]"
         )
-    if not priors:
-        raise ConfigError("no free parameter: give at least one parameter a prior table")
     tracer = _tracer(lenses, sources, data.get("point_source"))
     point_source, ps_config = None, None
     if "point_source" in data:
         multi_plane = type(tracer) is not Tracer
         point_source, ps_config = _point_source(data["point_source"], priors, multi_plane)
+    if not priors:  # the point source's free parameters count too
+        raise ConfigError("no free parameter: give at least one parameter a prior table")
     if not imaging:
         _check_without_imaging(tracer, priors)
     _check_pixelised(tracer, priors)

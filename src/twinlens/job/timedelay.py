@@ -53,7 +53,7 @@ TIMEDELAY_QUICK_SEARCH = {"n_live": 80, "n_eff": 400, "n_networks": 1}
 QUASAR_SEARCH = {"n_live": 200, "n_eff": 2000, "n_networks": 1}
 QUASAR_QUICK_SEARCH = {"n_live": 80, "n_eff": 400, "n_networks": 1}
 #: the quasar example's slope prior: its positions and delays alone cannot tell the slope from
-#: D_dt (a steeper profile gives shorter delays), so the slope comes from other data
+#: D_dt (a steeper profile gives longer delays), so the slope comes from other data
 QUASAR_SLOPE_PRIOR = {"gaussian": [2.0, 0.1]}
 
 
