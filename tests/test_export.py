@@ -212,11 +212,38 @@ def test_galaxy_redshifts_are_written_and_a_disagreeing_argument_refused(tmp_pat
     ]
     # the argument agreeing with every lens is accepted; one that disagrees names both
     path = _export(tracer, tmp_path, "same.json", source_redshift=2.1)
-    # read back, the redshifts make a multi-plane lens: the one built from the galaxies
+    # read back: the redshifts, on the class written (a single-plane tracer ignores them)
     back = from_coolest(path)
-    assert isinstance(back, MultiPlaneTracer) and back.z_source == 2.1
+    assert type(back) is Tracer
     assert [g.redshift for g in (*back.lenses, *back.sources)] == [0.4, 0.9, 2.1]
-    _assert_same_fields(MultiPlaneTracer(tracer.lenses, tracer.sources, z_source=2.1), back)
+    _assert_same_fields(tracer, back)
+
+
+def test_multi_plane_tracer_round_trip_keeps_planes_and_cosmology(tmp_path):
+    from astropy.cosmology import FlatLambdaCDM
+
+    base = _tracer((0.1, 0.0), (0.0, 0.1), (0.2, 0.1))
+    lens, satellite = base.lenses
+    lenses = (Galaxy(lens.mass, lens.light, redshift=0.4), Galaxy(satellite.mass, redshift=0.9))
+    cosmology = FlatLambdaCDM(H0=65.0, Om0=0.25)
+    tracer = MultiPlaneTracer(lenses, base.sources, z_source=2.1, cosmology=cosmology)
+    doc = json.loads(_export(tracer, tmp_path).read_text())
+    assert doc["cosmology"]["H0"] == 65.0 and doc["cosmology"]["Om0"] == 0.25
+    back = from_coolest(tmp_path / "model.json")
+    assert isinstance(back, MultiPlaneTracer)
+    assert (back.plane_redshifts, back.z_source, back.h0) == ((0.4, 0.9), 2.1, 65.0)
+    assert back.cosmology == tracer.cosmology
+    _assert_same_fields(tracer, back)
+    # the cosmology matters: the default one bends the rays through the planes otherwise
+    default = MultiPlaneTracer(lenses, base.sources, z_source=2.1)
+    assert not np.allclose(default.deflections(XY, "numpy"), back.deflections(XY, "numpy"))
+    with pytest.raises(ValueError, match=r"z_source is 2\.1: give it once"):
+        to_coolest(tracer, tmp_path / "bad.json", source_redshift=1.5)
+    ratios = MultiPlaneTracer(
+        lenses, base.sources, z_source=2.1, distance_ratios=np.asarray(tracer.ratios)
+    )
+    with pytest.raises(ValueError, match="distance_ratios has no cosmology"):
+        to_coolest(ratios, tmp_path / "ratios.json")
     with pytest.raises(ValueError, match=r"lenses\[1\].redshift is 0.9 but lens_redshift=0.4"):
         to_coolest(tracer, tmp_path / "bad.json", lens_redshift=0.4)
 
@@ -722,6 +749,11 @@ def test_several_lens_planes_need_a_source_redshift(tmp_path):
         Galaxy(light=Sersic()),
     )
     path = _export(tracer, tmp_path)
+    assert type(from_coolest(path)) is Tracer  # written as a single-plane tracer
+    # without the record of the class (another writer's file), the planes make it multi-plane
+    doc = json.loads(path.read_text())
+    del doc["meta"]["twinlens"]["tracer"]
+    path.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match=r"several redshifts \[0.4, 0.9\].*source redshifts"):
         from_coolest(path)
 

@@ -284,7 +284,9 @@ def test_jax_nnls_that_runs_out_of_steps_is_counted_and_the_likelihood_warns(mon
         assert approximate == pytest.approx(like.batch(vectors, "numba"), rel=1e-10)
     fit_program = likelihood_module._jitted()
     fit_program.clear_cache()
-    with pytest.warns(RuntimeWarning, match="1 of 1 fit did not converge"):  # FitImaging
+    with pytest.warns(
+        RuntimeWarning, match="1 of the problems of one fit did not converge"
+    ):  # FitImaging
         assert float(FitImaging(dataset, tracer, "jax").log_likelihood) == pytest.approx(
             approximate[0], rel=1e-10
         )

@@ -56,9 +56,12 @@ so :func:`from_coolest` rebuilds the same galaxies (a ``MassSum`` comes back as 
 For a file without that record, every entity becomes a galaxy of its own: a lens if it has
 mass; a light-only galaxy is a lens-plane galaxy if its redshift is at most the farthest
 lens's, and otherwise (or with no redshifts) a source. Each galaxy read back carries its
-entity's redshift (``Galaxy.redshift``); when the lenses lie at more than one redshift the
-result is a :class:`~twinlens.fit.multiplane.MultiPlaneTracer` whose ``z_source`` is the
-sources' (they must share one), with the default cosmology.
+entity's redshift (``Galaxy.redshift``). A file written here records the tracer's class
+(``meta["twinlens"]["tracer"]``) and, for a
+:class:`~twinlens.fit.multiplane.MultiPlaneTracer`, its flat LambdaCDM cosmology in COOLEST's
+``cosmology``, and reads back as that class; in another file, lenses at more than one redshift
+make a multi-plane tracer whose ``z_source`` is the sources' (they must share one), on the
+file's cosmology or the default one.
 
 Priors
 ------
@@ -707,13 +710,15 @@ def to_coolest(
     reconstruction : optional
         The solved pixelised source of a tracer with a
         :class:`~twinlens.fit.pixelised.Pixelization` (``FitImaging(...).pixelised``, or a
-        :class:`~twinlens.fit.pixelised.FitPixelised`); required for such a tracer. Written
-        as the source galaxy's COOLEST light: a ``PixelatedRegularGrid`` for a uniform
-        :class:`~twinlens.fit.pixelised.Rectangular` mesh (its vertices are the pixel centres,
-        which COOLEST interpolates bilinearly, as ours does), else an ``IrregularGrid`` of the
-        mesh's vertices and values (a FITS table ``x, y, z``; COOLEST interpolates it on the
-        vertices' Delaunay triangles, as a :class:`~twinlens.fit.pixelised.Delaunay` mesh
-        does). The values are the reconstruction's, in the data's units per image pixel.
+        :class:`~twinlens.fit.pixelised.FitPixelised`); required for such a tracer (one
+        pixelised source). Written as the source galaxy's COOLEST light: a
+        ``PixelatedRegularGrid`` for a uniform :class:`~twinlens.fit.pixelised.Rectangular`
+        mesh (its vertices are the pixel centres, which COOLEST interpolates bilinearly, as
+        ours does), else an ``IrregularGrid`` of the mesh's vertices and values (a FITS table
+        ``x, y, z``; COOLEST interpolates it on the vertices' Delaunay triangles, as a
+        :class:`~twinlens.fit.pixelised.Delaunay` mesh does, and as an approximation of a
+        :class:`~twinlens.fit.pixelised.RectangularAdaptDensity` lattice's bilinear cells).
+        The values are the reconstruction's, in the data's units per image pixel.
 
     Returns
     -------
@@ -749,6 +754,11 @@ def to_coolest(
     out = _json_path(path, must_exist=False)
     exports, skipped = _collect(tracer, unsupported_light)
     pixelised = [e for e in exports if e.ctype in _GRID_TYPES]
+    if len(pixelised) > 1:
+        raise ValueError(
+            f"{', '.join(e.path for e in pixelised)}: one pixelised source can be written (one "
+            "reconstruction is given)"
+        )
     if pixelised and reconstruction is None:
         raise ValueError(
             f"{pixelised[0].path} is a pixelised source: pass its solved source as "
@@ -757,11 +767,17 @@ def to_coolest(
     post = None if posterior is None else _Posterior(posterior, tracer)
     prior_map = None if priors is None else _Priors(priors, tracer)
 
+    z_source = getattr(tracer, "z_source", None)  # a multi-plane tracer's sources lie there
+    if z_source is not None and source_redshift not in (None, z_source):
+        raise ValueError(
+            f"source_redshift={source_redshift} but the multi-plane tracer's z_source is "
+            f"{z_source}: give it once"
+        )
     entities: list[Any] = []
     owners: list[tuple[list[_Export], list[_Export]]] = []
     for role, galaxies, label, default in (
         ("lenses", tracer.lenses, "lens", lens_redshift),
-        ("sources", tracer.sources, "source", source_redshift),
+        ("sources", tracer.sources, "source", source_redshift if z_source is None else z_source),
     ):
         for i in range(len(galaxies)):
             z = _entity_redshift(galaxies[i], f"{role}[{i}]", f"{label}_redshift", default)
@@ -813,12 +829,15 @@ def to_coolest(
     }
     if grid_files:
         meta["twinlens"]["pixelised_sources"] = grid_files
+    meta["twinlens"]["tracer"] = type(tracer).__name__  # from_coolest rebuilds the same class
+    cosmology = _coolest_cosmology(lazy, tracer)
     document = c.COOLEST(
         mode,
         lazy.CoordinatesOrigin(),
         entity_list,
         observation,
         instrument,
+        cosmology=cosmology,
         likelihoods=likelihoods,
         metadata=meta,
     )
@@ -827,6 +846,30 @@ def to_coolest(
     )
     serializer.dump_simple()
     return out
+
+
+def _coolest_cosmology(lazy: Any, tracer: Tracer) -> Any:
+    """COOLEST's cosmology (flat LambdaCDM: ``H0``, ``Om0``) of a multi-plane tracer, whose
+    planes' distances depend on it; None for a single-plane tracer."""
+    from twinlens.fit.multiplane import MultiPlaneTracer
+
+    if not isinstance(tracer, MultiPlaneTracer):
+        return None
+    if tracer.distance_ratios is not None:
+        raise ValueError(
+            "a MultiPlaneTracer built from distance_ratios has no cosmology for COOLEST to "
+            "hold; build it with cosmology= (a flat LambdaCDM)"
+        )
+    from twinlens.cosmology import default_cosmology
+
+    cosmology = tracer.cosmology.astropy if tracer.cosmology else default_cosmology()
+    flat = type(cosmology).__name__ == "FlatLambdaCDM" and not cosmology.Tcmb0.value
+    if not flat:
+        raise ValueError(
+            "COOLEST holds a flat LambdaCDM cosmology (H0, Om0) without radiation, not "
+            f"{cosmology!r}"
+        )
+    return lazy.Cosmology(H0=float(cosmology.H0.value), Om0=float(cosmology.Om0))
 
 
 #: COOLEST's pixelated light profiles (a pixelised source's)
@@ -986,14 +1029,20 @@ def from_coolest(path: str | os.PathLike[str], *, unsupported_light: str = "skip
     placed = _place_recorded(read, record, entities)
     if placed is None:
         placed = _place_by_entity(read, entities)
-    return _tracer_of(*placed)
+    written_as = ours_meta.get("tracer") if isinstance(ours_meta, dict) else None
+    return _tracer_of(*placed, written_as, getattr(document, "cosmology", None))
 
 
-def _tracer_of(lenses: list[Galaxy], sources: list[Galaxy]) -> Tracer:
+def _tracer_of(
+    lenses: list[Galaxy], sources: list[Galaxy], written_as: Any = None, cosmology: Any = None
+) -> Tracer:
     """A :class:`Tracer`, or a :class:`~twinlens.fit.multiplane.MultiPlaneTracer` when the
-    lens galaxies lie at more than one redshift (a single-plane tracer would ignore that)."""
+    lens galaxies lie at more than one redshift (a single-plane tracer would ignore that), with
+    the file's flat LambdaCDM ``cosmology`` when it has one; ``written_as``: the class
+    :func:`to_coolest` recorded, which wins (a single-plane tracer whose galaxies carried
+    several redshifts comes back single-plane)."""
     planes = sorted({g.redshift for g in lenses if g.redshift is not None})
-    if len(planes) < 2:
+    if written_as == "Tracer" or (written_as is None and len(planes) < 2):
         return Tracer(tuple(lenses), tuple(sources))
     missing = [f"lenses[{i}]" for i, g in enumerate(lenses) if g.redshift is None]
     z_sources = {g.redshift for g in sources}
@@ -1005,7 +1054,12 @@ def _tracer_of(lenses: list[Galaxy], sources: list[Galaxy]) -> Tracer:
         )
     from twinlens.fit.multiplane import MultiPlaneTracer
 
-    return MultiPlaneTracer(tuple(lenses), tuple(sources), z_source=z_sources.pop())
+    flat = None
+    if cosmology is not None and getattr(cosmology, "H0", None) is not None:
+        from astropy.cosmology import FlatLambdaCDM
+
+        flat = FlatLambdaCDM(H0=float(cosmology.H0), Om0=float(cosmology.Om0))
+    return MultiPlaneTracer(tuple(lenses), tuple(sources), z_source=z_sources.pop(), cosmology=flat)
 
 
 def _value(profile: Any, name: str, where: str) -> float:

@@ -147,7 +147,7 @@ class FitImaging:
             return p.log_evidence, p.chi_squared, p.intensities
         if self.backend == "jax":
             out, unconverged = _jitted()(self.dataset, self.tracer, memo.enabled())
-            note_unconverged(unconverged, "1 fit")
+            note_unconverged(unconverged, "the problems of one fit")
             return out
         return _evaluate(self.tracer, self.dataset, self.backend)
 

@@ -27,6 +27,7 @@ differentiating the likelihood: the gradient with respect to non-linear paramete
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,8 +56,8 @@ def nnls_gram(gram: Any, rhs: Any, backend: str) -> Any:
         # iteration out of the derivative's trace altogether
         stop = jax.lax.stop_gradient
         x, converged = solve(stop(gram), stop(rhs))
-        if _counters:
-            _counters[-1].append(jax.numpy.sum(~converged))
+        if _counters.stack:
+            _counters.stack[-1].append(jax.numpy.sum(~converged))
         return stop(x)
     gram = np.ascontiguousarray(gram, dtype=float)
     rhs = np.ascontiguousarray(rhs, dtype=float)
@@ -82,7 +83,14 @@ def nnls_gram(gram: Any, rhs: Any, backend: str) -> Any:
     return out.reshape(*lead, k)
 
 
-_counters: list[list] = []
+class _Counters(threading.local):
+    """The collectors open in this thread (each thread traces its own programs)."""
+
+    def __init__(self) -> None:
+        self.stack: list[list] = []
+
+
+_counters = _Counters()
 
 
 @contextmanager
@@ -90,11 +98,11 @@ def count_unconverged() -> Iterator[list]:
     """Within the block, each JAX solve appends its traced count of problems that ran out of
     steps to the yielded list (sum them into the program's output to warn after the call)."""
     counts: list = []
-    _counters.append(counts)
+    _counters.stack.append(counts)
     try:
         yield counts
     finally:
-        _counters.pop()
+        _counters.stack.pop()
 
 
 def counting(function: Any) -> Any:
@@ -118,8 +126,8 @@ def note_unconverged(count: Any, of: str = "the problems solved") -> None:
     dropped: it has no value to report yet."""
     from twinlens.backend.concrete import is_concrete
 
-    if _counters:
-        _counters[-1].append(count)
+    if _counters.stack:
+        _counters.stack[-1].append(count)
     elif is_concrete(count) and int(np.sum(np.asarray(count))) > 0:
         warn_unconverged(int(np.sum(np.asarray(count))), of)
 

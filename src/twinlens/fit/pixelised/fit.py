@@ -427,7 +427,7 @@ class FitPixelised:
                 out, unconverged = jax.block_until_ready(
                     _jitted()(self.dataset, self.tracer, self.pixelization, self.lens_light)
                 )
-            note_unconverged(unconverged, "1 source inversion")
+            note_unconverged(unconverged, "the problems of one source inversion")
             terms = InversionTerms(out[6], out[1], out[2], out[3], out[4], out[5], out[0], out[10])
             return _Result(terms, out[7], out[8], out[9])
         # every BLAS call of the host path on one thread, not only the factorisations: the
