@@ -39,6 +39,25 @@ def test_the_program_cache_keeps_within_its_cap(tmp_path):
     assert 0 < capped <= cap * 2**20
 
 
+def test_programs_stored_without_a_cap_are_evicted_first(tmp_path):
+    # a folder filled before the cap (JAX kept no access times then) takes the cap cleanly
+    folder = tmp_path / "cache"
+    uncapped = _stored_bytes("0", folder)
+    old = {p.name for p in folder.glob("*-cache")}
+    assert not list(folder.glob("*-atime")) and uncapped > 0.02 * 2**20
+    env = {**os.environ, "TWINLENS_JAX_CACHE_DIR": str(folder), "TWINLENS_JAX_CACHE_MAX_MB": "0.02"}
+    env["JAX_PLATFORMS"] = "cpu"
+    code = PROGRAMS.replace("range(1, 13)", "range(20, 26)")  # new programs to store
+    done = subprocess.run(
+        [sys.executable, "-W", "error::UserWarning", "-c", code], env=env, timeout=300
+    )
+    assert done.returncode == 0  # no warning from JAX's eviction
+    stored = {p.name for p in folder.glob("*-cache")}
+    assert sum(p.stat().st_size for p in folder.glob("*-cache")) <= 0.02 * 2**20
+    assert stored - old  # the new programs were stored, the old ones dropped first
+    assert len(old - stored) > 0
+
+
 def test_a_bad_cap_is_named(monkeypatch):
     from twinlens.backend import jax_runtime
 

@@ -60,6 +60,7 @@ def load() -> ModuleType:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         cap = cache_cap_bytes()
         if cap is not None:
+            _stamp_unstamped_programs(cache_dir)
             jax.config.update("jax_compilation_cache_max_size", cap)
     _loaded = jax
     while _on_load:
@@ -87,6 +88,24 @@ def cache_cap_bytes() -> int | None:
     except ImportError:
         return None
     return int(megabytes * 2**20) if megabytes > 0 else None
+
+
+def _stamp_unstamped_programs(cache_dir: str) -> None:
+    """Give each program stored without a cap (JAX then keeps no access times) the oldest
+    access time: JAX's eviction reads one per program and fails on a folder without them, and
+    the old programs are the first to go."""
+    from pathlib import Path
+
+    folder = Path(cache_dir)
+    if not folder.is_dir():
+        return
+    for program in folder.glob("*-cache"):
+        stamp = program.with_name(program.name.removesuffix("-cache") + "-atime")
+        if not stamp.exists():
+            try:
+                stamp.write_bytes((0).to_bytes(8, "little"))
+            except OSError:  # a read-only folder: JAX then reads the programs, writes none
+                return
 
 
 _warned_float32 = False
