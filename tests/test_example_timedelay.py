@@ -7,6 +7,7 @@ H0. The truth (70) is independent of the fit."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -311,3 +312,26 @@ def test_a_multi_plane_fit_reports_the_sampled_h0(tmp_path):
     assert "H0 = " in files["summary"].read_text()
     entities = json.loads(files["coolest"].read_text())["lensing_entities"]
     assert sorted({e["redshift"] for e in entities}) == [0.5, 0.9]
+
+
+def test_magnification_limit_reaches_the_likelihood_and_is_checked(tmp_path):
+    import tomllib
+
+    from twinlens.job.config import ConfigError, parse_config
+
+    text = timedelay.write_quasar_example(tmp_path).read_text()
+    limited = text.replace(
+        'position_likelihood = "image"', 'position_likelihood = "image"\nmagnification_limit = 0.05'
+    )
+    config = parse_config(tomllib.loads(limited), tmp_path)
+    assert config.point_source.likelihood.magnification_limit == 0.05
+    assert parse_config(tomllib.loads(text), tmp_path).point_source.likelihood == (
+        dataclasses.replace(config.point_source.likelihood, magnification_limit=0.0)
+    )
+    with pytest.raises(ConfigError, match=r"magnification_limit = -1\.0: expected a number >= 0"):
+        parse_config(tomllib.loads(limited.replace("0.05", "-1.0")), tmp_path)
+    source = limited.replace('position_likelihood = "image"', 'position_likelihood = "source"')
+    with pytest.raises(
+        ConfigError, match=r'magnification_limit: counts model images, for .*"image"'
+    ):
+        parse_config(tomllib.loads(source), tmp_path)

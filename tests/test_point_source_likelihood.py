@@ -346,3 +346,34 @@ def test_multi_plane_source_plane_and_flux_terms_use_the_full_jacobian():
     assert float(flux_chi_squared(lens, point, data, "numpy")) == pytest.approx(
         flux_expected, rel=1e-6
     )
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba", "jax"])
+def test_a_faint_central_image_is_not_counted_below_the_magnification_limit(backend):
+    # a cored lens makes a fifth, central image with |mu| ~ 0.008: observed are the bright four
+    from twinlens.mass import NIE
+
+    tracer = Tracer(
+        Galaxy(mass=(NIE((0.0, 0.0), (0.1, 0.05), 1.2, 0.05), ExternalShear(0.03, -0.02)))
+    )
+    beta = np.array([0.04, 0.03])
+    solver = ImageSolver(window=2.5, cells=201)
+    positions, mu, _ = solver.solve(tracer, beta, "numpy").found()
+    assert len(positions) == 5 and np.sort(np.abs(mu))[0] < 0.01 < np.sort(np.abs(mu))[1]
+    bright = positions[np.abs(mu) > 0.01]
+    observed = bright + np.array([[0.002, -0.001], [-0.001, 0.0], [0.0, 0.003], [0.001, 0.001]])
+    data = PointSourceData(positions=observed, position_sigma=0.003)
+    source = PointSource(centre=tuple(beta))
+    if backend != "numpy":
+        pytest.importorskip(backend)
+    every = PointSourceLikelihood(data, "image", solver)
+    assert every.log_likelihood(tracer, source, backend) == -np.inf  # five against four
+    limited = PointSourceLikelihood(data, "image", solver, magnification_limit=0.01)
+    # by hand: each observed image against the bright model image it was made from
+    expected = -0.5 * np.sum((observed - bright) ** 2) / 0.003**2
+    got = float(limited.log_likelihood(tracer, source, backend))
+    assert got == pytest.approx(expected, rel=1e-8)
+    too_high = PointSourceLikelihood(data, "image", solver, magnification_limit=6.0)
+    assert too_high.log_likelihood(tracer, source, backend) == -np.inf  # a bright one dropped
+    with pytest.raises(ValueError, match="magnification_limit must be a number >= 0"):
+        PointSourceLikelihood(data, "image", solver, magnification_limit=-1.0)

@@ -259,10 +259,12 @@ def image_plane_chi_squared(
     data: PointSourceData,
     solver: ImageSolver,
     backend: str | None = None,
+    magnification_limit: float = 0.0,
 ) -> Any:
     """The image-plane positional chi^2 (see the module): ``inf`` on every backend when the
     model has a different number of images than were observed or one image cannot be
-    paired."""
+    paired. Model images with ``|mu| < magnification_limit`` are not counted: too faint to be
+    seen (the central image of a lens shallower than isothermal, for one)."""
     b = _backend_for(tracer, point_source, backend)
     xp = array_module(b)
     beta = xp.stack([xp.asarray(point_source.centre[0]), xp.asarray(point_source.centre[1])])
@@ -272,7 +274,8 @@ def image_plane_chi_squared(
     sigma2 = xp.asarray(data.position_sigma)[:, None] ** 2
     d = theta[:, None, :] - images.positions[None, :, :]
     cost = (d[..., 0] ** 2 + d[..., 1] ** 2) / sigma2  # (n, m)
-    cost = xp.where(images.mask[None, :], cost, _ABSENT)
+    seen = images.mask & (xp.abs(images.magnifications) >= magnification_limit)
+    cost = xp.where(seen[None, :], cost, _ABSENT)
     if n > m:
         total = xp.asarray(_ABSENT) + 0.0 * xp.sum(cost)
     elif math.perm(m, n) <= _MAX_ASSIGNMENTS:
@@ -280,7 +283,7 @@ def image_plane_chi_squared(
         total = xp.min(xp.sum(cost[np.arange(n)[None, :], maps], axis=-1))
     else:  # too many images to search every pairing: each observed image to its nearest
         total = xp.sum(xp.min(cost, axis=-1))
-    same_count = images.mask.sum() == n
+    same_count = seen.sum() == n
     return xp.where(same_count & (total < _ABSENT), total, xp.inf)
 
 
@@ -345,11 +348,17 @@ class PointSourceLikelihood(ValueIdentity):
     solver : ImageSolver, optional
         For ``positions = "image"``: its window must hold every image (default
         ``ImageSolver()``).
+    magnification_limit : float
+        For ``positions = "image"``: model images with ``|mu|`` below it are not counted
+        (lenstronomy's ``magnification_limit``), so that a faint central image, which a lens
+        shallower than isothermal makes and observations rarely see, does not make the image
+        count differ (``-inf``). Default 0: every image counts.
     """
 
     data: PointSourceData = static_field()
     positions: str = static_field(default="image")
     solver: Any = static_field(default=None)
+    magnification_limit: float = static_field(default=0.0)
 
     def __post_init__(self) -> None:
         if not isinstance(self.data, PointSourceData):
@@ -378,6 +387,12 @@ class PointSourceLikelihood(ValueIdentity):
                     f"{self.solver.window:g} arcsec (no model image could match it); widen "
                     "ImageSolver.window"
                 )
+        limit = self.magnification_limit
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 <= limit < 1e30:
+            raise ValueError(
+                f"PointSourceLikelihood.magnification_limit must be a number >= 0, got {limit!r}"
+            )
+        object.__setattr__(self, "magnification_limit", float(limit))
         if self.solver is not None and self.data.n_images > self.solver.max_images:
             raise ValueError(
                 f"PointSourceLikelihood: {self.data.n_images} observed images but the solver "
@@ -394,7 +409,7 @@ class PointSourceLikelihood(ValueIdentity):
         out: dict[str, Any] = {}
         if self.positions == "image":
             out["positions"] = image_plane_chi_squared(
-                tracer, point_source, self.data, self.solver, b
+                tracer, point_source, self.data, self.solver, b, self.magnification_limit
             )
         elif self.positions == "source":
             out["positions"] = source_plane_chi_squared(tracer, point_source, self.data, b)

@@ -525,7 +525,7 @@ def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = 
 _PS_DATA = ("positions", "position_sigma", "delays", "delay_sigma", "fluxes", "flux_sigma")
 _PS_PARAMS = ("centre", "flux", "time_delay_distance", "h0")
 _PS_KEYS: tuple[str, ...] = (*_PS_DATA, *_PS_PARAMS, "position_likelihood", "solver")
-_PS_KEYS = (*_PS_KEYS, "z_lens", "z_source", "omega_m")
+_PS_KEYS = (*_PS_KEYS, "z_lens", "z_source", "omega_m", "magnification_limit")
 _SOLVER_KEYS = ("window", "centre", "cells", "max_images", "newton_iterations", "tolerance")
 
 
@@ -676,11 +676,20 @@ def _point_source(
         point_source = PointSource(**values)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{where}: {str(err).replace('PointSource.', '')}") from None
+    limit = table.get("magnification_limit", 0.0)
+    if not (_is_number(limit) and float(limit) >= 0):
+        raise ConfigError(f"{where}.magnification_limit = {_show(limit)}: expected a number >= 0")
+    if "magnification_limit" in table and kind != "image":
+        raise ConfigError(
+            f'{where}.magnification_limit: counts model images, for position_likelihood = "image" '
+            f"only (this one is {_show(kind)})"
+        )
     try:
         likelihood = PointSourceLikelihood(
             PointSourceData(**data),
             kind,
             solver,  # type: ignore[arg-type]
+            float(limit),
         )
     except (TypeError, ValueError) as err:
         message = str(err).replace("PointSourceData.", "").replace("PointSourceLikelihood", "")
