@@ -335,3 +335,24 @@ def test_magnification_limit_reaches_the_likelihood_and_is_checked(tmp_path):
         ConfigError, match=r'magnification_limit: counts model images, for .*"image"'
     ):
         parse_config(tomllib.loads(source), tmp_path)
+
+
+def test_galaxy_redshifts_serve_as_z_lens_and_z_source_for_h0(tmp_path):
+    import tomllib
+
+    from twinlens.job.config import ConfigError, parse_config
+
+    text = timedelay.write_quasar_example(tmp_path).read_text()
+    reference = parse_config(tomllib.loads(text), tmp_path).point_source
+    assert (reference.z_lens, reference.z_source) == (0.5, 2.0)
+    # z_lens from the [[lens]] table instead of [point_source]
+    moved = text.replace("z_lens = 0.5", "").replace("[[lens]]\n", "[[lens]]\nredshift = 0.5\n", 1)
+    config = parse_config(tomllib.loads(moved), tmp_path)
+    assert (config.point_source.z_lens, config.point_source.z_source) == (0.5, 2.0)
+    assert config.point_source.h0(3000.0) == pytest.approx(reference.h0(3000.0), rel=1e-15)
+    clash = text.replace("[[lens]]\n", "[[lens]]\nredshift = 0.6\n", 1)
+    with pytest.raises(ConfigError, match=r"z_lens = 0\.5 but the \[\[lens\]\] redshift is 0\.6"):
+        parse_config(tomllib.loads(clash), tmp_path)
+    alone = text.replace("z_lens = 0.5", "")
+    with pytest.raises(ConfigError, match=r"\[point_source\]\.z_lens is missing: give both"):
+        parse_config(tomllib.loads(alone), tmp_path)

@@ -700,9 +700,9 @@ def _point_source(
             if not _is_number(table[key]):
                 raise ConfigError(f"{where}.{key} = {_show(table[key])}: expected a number")
             cosmo[key] = float(table[key])
-    if not multi_plane and ("z_lens" in cosmo) != ("z_source" in cosmo):
-        raise ConfigError(f"{where}: give both z_lens and z_source (to report H0), or neither")
-    if "z_lens" in cosmo:
+    # one of z_lens and z_source may come from a [[lens]] or [[source]] redshift instead
+    # (_redshifts_for_h0 checks that both are known)
+    if "z_lens" in cosmo and "z_source" in cosmo:
         from twinlens.cosmology import time_delay_distance
 
         try:  # D_dt, which H0 is read from, needs 0 < z_lens < z_source
@@ -712,6 +712,42 @@ def _point_source(
     if not 0.0 < cosmo.get("omega_m", 0.3) <= 1.0:
         raise ConfigError(f"{where}.omega_m = {_show(table['omega_m'])}: must be in (0, 1]")
     return point_source, PointSourceConfig(likelihood, **cosmo)
+
+
+def _redshifts_for_h0(
+    ps_config: PointSourceConfig, lenses: tuple, sources: tuple
+) -> PointSourceConfig:
+    """A single-plane lens's ``[[lens]]`` and ``[[source]]`` redshifts, when given, are the
+    ``z_lens`` and ``z_source`` that turn ``D_dt`` into ``H0``; the ``[point_source]`` ones
+    must not disagree with them."""
+    filled = {}
+    for key, galaxies, role in (("z_lens", lenses, "lens"), ("z_source", sources, "source")):
+        zs = sorted({g.redshift for g in galaxies if g.redshift is not None})
+        if not zs:
+            continue
+        if len(zs) > 1:  # sources at several redshifts (lenses on several planes are
+            raise ConfigError(  # a multi-plane lens, built before this)
+                f"the [[{role}]] redshifts differ ({zs}): a single-plane fit has one {role} "
+                "redshift"
+            )
+        given = getattr(ps_config, key)
+        if given is not None and given != zs[0]:
+            raise ConfigError(
+                f"[point_source].{key} = {given:g} but the [[{role}]] redshift is {zs[0]:g}: "
+                "give it once"
+            )
+        filled[key] = zs[0]
+    out = dataclasses.replace(ps_config, **filled) if filled else ps_config
+    z_lens, z_source = out.z_lens, out.z_source
+    if (z_lens is None) != (z_source is None):
+        missing = "z_source" if z_source is None else "z_lens"
+        raise ConfigError(
+            f"[point_source].{missing} is missing: give both z_lens and z_source (to report "
+            "H0; a [[lens]] or [[source]] redshift serves as well), or neither"
+        )
+    if z_lens is not None and z_source is not None and not z_lens < z_source:
+        raise ConfigError(f"the lens redshift {z_lens:g} must be below the source's {z_source:g}")
+    return out
 
 
 def _check_without_imaging(tracer: Tracer, priors: dict) -> None:
@@ -1013,6 +1049,8 @@ def parse_config(
     if "point_source" in data:
         multi_plane = type(tracer) is not Tracer
         point_source, ps_config = _point_source(data["point_source"], priors, multi_plane)
+    if ps_config is not None and type(tracer) is Tracer:
+        ps_config = _redshifts_for_h0(ps_config, lenses, sources)
     if not priors:  # the point source's free parameters count too
         raise ConfigError("no free parameter: give at least one parameter a prior table")
     if not imaging:
