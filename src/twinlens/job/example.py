@@ -191,6 +191,17 @@ def config_text(search: dict, backend: str, output: str = "fit_output") -> str:
     return "\n".join(lines) + "\n"
 
 
+def example_config_path(directory: str | Path, overwrite: bool) -> Path:
+    """``directory/fit.toml``, the folder made; an existing file is a FileExistsError unless
+    ``overwrite`` (nothing of a user's is replaced unasked)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    config = directory / "fit.toml"
+    if config.exists() and not overwrite:
+        raise FileExistsError(f"{config} exists; pass overwrite=True (--overwrite) to replace it")
+    return config
+
+
 def simulate_example_files(
     directory: str | Path,
     tracer: Tracer,
@@ -208,11 +219,7 @@ def simulate_example_files(
     ``psf.fits`` into ``directory``; returns the path its ``fit.toml`` is to take (an existing
     one is a FileExistsError unless ``overwrite``). The one home of every built-in example's
     data."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    config = directory / "fit.toml"
-    if config.exists() and not overwrite:
-        raise FileExistsError(f"{config} exists; pass overwrite=True (--overwrite) to replace it")
+    config = example_config_path(directory, overwrite)
     grid = Grid2D.uniform(n_pix, pixel_scale, 4)
     psf = PSF.gaussian(psf_fwhm, pixel_scale, psf_size)
     # a one-off image: nothing to memoise, and numpy spares a compile (half a minute cold)
@@ -225,7 +232,7 @@ def simulate_example_files(
         ("noise_map", dataset.noise_map),
         ("psf", psf.kernel),
     ):
-        fits_io.write_image(directory / f"{name}.fits", image, pixel_scale, overwrite)
+        fits_io.write_image(config.parent / f"{name}.fits", image, pixel_scale, overwrite)
     return config
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from twinlens import memo
 from twinlens.fit.tracer import Galaxy, Tracer
-from twinlens.job.example import simulate_example_files
+from twinlens.job.example import example_config_path, simulate_example_files
 from twinlens.light import Sersic
 from twinlens.mass import ExternalShear, PowerLaw
 
@@ -275,11 +275,7 @@ def write_quasar_example(
 ) -> Path:
     """Write the quasar example's ``fit.toml`` into ``directory``: the time-delay example's
     image positions and delays, fitted without imaging (``twinlens fit --example quasar``)."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    config = directory / "fit.toml"
-    if config.exists() and not overwrite:
-        raise FileExistsError(f"{config} exists; pass overwrite=True (--overwrite) to replace it")
+    config = example_config_path(directory, overwrite)
     with memo.disabled():
         point = simulated_point_source(seed)
     search = search or {"name": "nautilus", **QUASAR_SEARCH, "seed": seed}
