@@ -467,3 +467,23 @@ def test_importing_the_searches_loads_no_library():
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent)
+
+
+def test_map_reports_a_linear_solve_that_ran_out_of_steps(imaging, monkeypatch):
+    # the optimiser's own program cannot warn; the optima's log L comes from the objective's
+    # batch, whose programs count the solves that ran out of steps and warn
+    from twinlens.batch.likelihood import _jax_batch, _jax_single
+    from twinlens.fit import nnls
+
+    model, dataset = imaging
+    objective = Objective.build(model, dataset, "jax")
+    monkeypatch.setattr(nnls, "MAX_ITER_PER_UNKNOWN", 0)  # one active-set step allowed
+    programs = (_jax_batch(), _jax_single())
+    for program in programs:
+        program.clear_cache()  # the step limit is read when a program is traced
+    try:
+        with pytest.warns(RuntimeWarning, match="likelihood evaluations did not converge"):
+            MaximumPosterior(n_starts=2, n_steps=3, seed=0).run(objective)
+    finally:
+        for program in programs:
+            program.clear_cache()

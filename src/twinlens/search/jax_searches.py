@@ -213,8 +213,10 @@ class MaximumPosterior(Search):
         z0 = jnp.asarray(z0)
         best_z, best_value = optimise(z0)
         optima = np.asarray(jax.vmap(lambda z: _to_params(objective, jax, z))(best_z))
-        log_ls = np.array(jax.vmap(log_likelihood)(best_z))
-        log_ls[log_ls <= _EXCLUDED] = -np.inf
+        # the objective's own batch at the optima: its programs report a linear solve that ran
+        # out of steps, which a gradient step inside the optimiser's program cannot
+        log_ls = np.array(objective.log_likelihood(optima), dtype=float)
+        log_ls[~(log_ls > _EXCLUDED)] = -np.inf
         values = np.array(best_value)
         values[values <= _EXCLUDED] = -np.inf
         best = int(np.argmax(values))
