@@ -679,6 +679,9 @@ def test_point_source_h0_rescales_the_multi_plane_delays_as_the_cosmology_does()
     np.testing.assert_allclose(float(grad), -ref[0] / 60.0, rtol=1e-12)
     with pytest.raises(ValueError, match=r"PointSource\.h0 must be > 0"):
         PointSource(h0=-70.0)
+    single = Tracer(tracer.lenses)  # a single-plane lens would ignore h0: refused
+    with pytest.raises(TypeError, match=r"PointSource\.h0 scales a MultiPlaneTracer's delays"):
+        model_delays(single, point, data, "numpy")
 
 
 def test_arrival_times_bad_input():

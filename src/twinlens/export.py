@@ -860,9 +860,7 @@ def _coolest_cosmology(lazy: Any, tracer: Tracer) -> Any:
             "a MultiPlaneTracer built from distance_ratios has no cosmology for COOLEST to "
             "hold; build it with cosmology= (a flat LambdaCDM)"
         )
-    from twinlens.cosmology import default_cosmology
-
-    cosmology = tracer.cosmology.astropy if tracer.cosmology else default_cosmology()
+    cosmology = tracer.cosmology_in_use.astropy
     flat = type(cosmology).__name__ == "FlatLambdaCDM" and not cosmology.Tcmb0.value
     if not flat:
         raise ValueError(

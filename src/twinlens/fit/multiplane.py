@@ -301,10 +301,7 @@ class MultiPlaneTracer(Tracer):
         the cosmology (computed on the host once per cosmology and redshifts)."""
         if self.distance_ratios is not None:
             return self.distance_ratios
-        from twinlens.cosmology import default_cosmology
-
-        cosmology = self.cosmology or Cosmology(default_cosmology())
-        return _ratios(cosmology, self.plane_redshifts, self.z_source)
+        return _ratios(self.cosmology_in_use, self.plane_redshifts, self.z_source)
 
     def _planes(self) -> list[list]:
         """The mass profiles on each plane, in redshift order."""
@@ -459,12 +456,16 @@ class MultiPlaneTracer(Tracer):
         )
 
     @property
-    def h0(self) -> float:
-        """The Hubble constant of the tracer's cosmology, km/s/Mpc."""
+    def cosmology_in_use(self) -> Cosmology:
+        """``cosmology``, or the default one (:func:`twinlens.cosmology.default_cosmology`)."""
         from twinlens.cosmology import default_cosmology
 
-        cosmology = self.cosmology or Cosmology(default_cosmology())
-        return float(cosmology.astropy.H0.to_value("km / (s Mpc)"))
+        return self.cosmology or Cosmology(default_cosmology())
+
+    @property
+    def h0(self) -> float:
+        """The Hubble constant of the tracer's cosmology, km/s/Mpc."""
+        return float(self.cosmology_in_use.astropy.H0.to_value("km / (s Mpc)"))
 
     def delay_weights(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """``(tau, T)``, Mpc, one entry per plane in redshift order: the weights of the
@@ -478,10 +479,7 @@ class MultiPlaneTracer(Tracer):
                 "MultiPlaneTracer built from distance_ratios has no distances: time delays "
                 "need the cosmology's angular-diameter distances (give cosmology= instead)"
             )
-        from twinlens.cosmology import default_cosmology
-
-        cosmology = self.cosmology or Cosmology(default_cosmology())
-        return _delay_weights(cosmology, self.plane_redshifts, self.z_source)
+        return _delay_weights(self.cosmology_in_use, self.plane_redshifts, self.z_source)
 
     def arrival_times(self, xy: Any, source: Any = None, backend: str | None = None) -> Any:
         """Arrival times of light seen at ``xy (..., 2)``, days, up to a constant common to

@@ -316,6 +316,11 @@ def model_delays(
         if point_source.h0 is None:
             return t[1:] - t[0]
         return (t[1:] - t[0]) * (tracer.h0 / point_source.h0)
+    if point_source.h0 is not None:  # a value that would otherwise be silently unused
+        raise TypeError(
+            "PointSource.h0 scales a MultiPlaneTracer's delays; a single-plane lens's delays "
+            "take time_delay_distance (H0 follows from it with the redshifts)"
+        )
     phi = fermat_potential(tracer, xp.asarray(data.positions), beta, b)
     return time_delay_days(phi[1:] - phi[0], point_source.time_delay_distance)
 
