@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jax_loaded import jax_or_skip
 from scipy.integrate import quad
 from scipy.optimize import brentq
 
@@ -317,7 +318,7 @@ def test_numba_and_jax_agree():
 
 
 def test_jax_jit_and_vmap_over_sources_and_lens_parameters():
-    jax = pytest.importorskip("jax")
+    jax = jax_or_skip()
     import jax.numpy as jnp
 
     solver = ImageSolver(cells=151)
@@ -354,7 +355,7 @@ def test_jax_jit_and_vmap_over_sources_and_lens_parameters():
 
 
 def test_jax_time_delay_distance_is_traceable():
-    jax = pytest.importorskip("jax")
+    jax = jax_or_skip()
     xy, _, _ = ImageSolver().solve(SIS_LENS, np.array([0.3, -0.4])).found()
     grad = jax.grad(
         lambda d: time_delays(SIS_LENS, jax.numpy.asarray(xy), np.array([0.3, -0.4]), d)[1]

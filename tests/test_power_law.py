@@ -163,6 +163,30 @@ def test_series_length_is_chosen_from_the_ellipticity():
     n_inside(0.1)
 
 
+def test_a_traced_slope_at_a_fixed_ellipticity_sums_a_length_that_holds_for_every_slope():
+    # the length is static (the ellipticity is concrete) and short, not N_TRACED
+    @jax.jit
+    def deflect(slope):
+        n = series_length(0.1, -0.05, slope, bucket=True)
+        assert n <= 32
+        return PowerLaw(ell_comps=(0.1, -0.05), einstein_radius=THETA_E, slope=slope).deflections(
+            POINTS
+        )
+
+    for slope in (1.01, 1.2, 2.0, 2.8, 2.99):
+        # the adaptive length of that slope, on numpy (a second route to the same sum)
+        ref = PowerLaw(ell_comps=(0.1, -0.05), einstein_radius=THETA_E, slope=slope).deflections(
+            POINTS, backend="numpy"
+        )
+        assert _rel(deflect(slope), ref) < 1e-15, slope
+    # the bound stops no earlier than any slope's own stop
+    traced = []
+    jax.jit(lambda slope: traced.append(series_length(0.3, 0.2, slope)) or slope)(2.0)
+    assert traced[0] < N_TRACED
+    for slope in np.linspace(1.001, 2.999, 41):
+        assert series_length(0.3, 0.2, float(slope)) <= traced[0]
+
+
 def test_round_profile_matches_closed_form():
     r = np.linalg.norm(POINTS, axis=-1)
     for slope in SLOPES:

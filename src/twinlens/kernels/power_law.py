@@ -48,7 +48,8 @@ the sum") is decided once per call by :func:`series_length` (18 terms at ``q = 0
 at ``q = 0.1``); the coefficients then enter the per-point functions (``*_series``, one source
 for every backend) as an array, summed by Horner's rule in two interleaved chains. On JAX the
 length must be static: a concrete ellipticity sets it before tracing (rounded up to a few
-buckets, so that few programs are compiled); a traced one sums ``N_TRACED`` (256) terms, enough
+buckets, so that few programs are compiled; with a traced slope, the length that holds for
+every slope, ``|e|^n`` bounding term ``n``); a traced one sums ``N_TRACED`` (256) terms, enough
 for 1e-16 down to ``q = 0.075``; below that a traced ellipticity loses accuracy quickly (the
 neglected tail is below ``c_256 |e|^256 / (1 - |e|)`` relative, ``c_256 <= 1``). Measured
 against the adaptive series (the largest relative error over slopes 1.2 - 2.8 and seven
@@ -121,16 +122,21 @@ def series_length(e1: Any, e2: Any, slope: Any, bucket: bool = False) -> int:
     Returns
     -------
     int
-        Number of terms, at least 1; ``N_TRACED`` if any argument is traced.
+        Number of terms, at least 1; ``N_TRACED`` if the ellipticity is traced; for a traced
+        slope, the length that holds for every slope.
     """
-    if not (is_concrete(e1) and is_concrete(e2) and is_concrete(slope)):
+    if not (is_concrete(e1) and is_concrete(e2)):
         return N_TRACED
     f = math.hypot(float(e1), float(e2))
-    t = float(slope) - 1.0
     if not f < 1.0:
         raise ValueError(f"ellipticity |e| must be < 1, got {f}")
     if f == 0.0:
         return 1
+    # A traced slope (a search that fits it at a fixed ellipticity): the length must hold for
+    # every slope. Each ratio c_n / c_{n-1} is below 1 for t < 2, so |e|^n bounds term n for
+    # any slope in (1, 3): the bound's stop is a few terms past the slope's own, where
+    # N_TRACED terms (and a program with a branch per length) would be summed.
+    t = float(slope) - 1.0 if is_concrete(slope) else 2.0
     size, n = 1.0, 0
     while size > _STOP and n < _N_CAP:
         n += 1
