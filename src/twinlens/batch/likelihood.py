@@ -49,6 +49,7 @@ from twinlens.fit.pixelised.source import (
     has_pixelization,
     pixelised_parts,
 )
+from twinlens.fit.point_images import PointImages, check_point_images
 from twinlens.fit.tracer import Tracer
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.profiles.checks import collect_validity
@@ -71,11 +72,15 @@ class ImagingLikelihood(ValueIdentity):
     free : tuple of str
         Paths of the free parameters (see :func:`twinlens.model.parameter_paths`), in vector
         order. Default: every scalar parameter of ``model``.
+    point_images : PointImages, optional
+        Unresolved images at fixed positions whose fluxes are solved with the linear light
+        (:mod:`twinlens.fit.point_images`).
     """
 
     dataset: Imaging = static_field()
     model: Tracer = static_field()
     free: tuple = static_field(default=())
+    point_images: PointImages | None = static_field(default=None)
 
     def __post_init__(self) -> None:
         if not self.free:
@@ -91,6 +96,7 @@ class ImagingLikelihood(ValueIdentity):
             value = get_path(self.model, path)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise ValueError(f"{path!r} is not a scalar parameter (it holds {value!r})")
+        check_point_images(self.point_images, self.model)
         parts = pixelised_parts(self.model)  # refuses what cannot go with one
         if parts is not None:
             lens_light = free_lens_light(self.free, parts)
@@ -206,7 +212,8 @@ class ImagingLikelihood(ValueIdentity):
                 for v, ok in zip(values, valid, strict=True)
             )
             return np.array([float(r) for r in rows])
-        log_l = solve_and_score(blurred_terms(tracer, self.dataset, backend), self.dataset, backend)
+        terms = blurred_terms(tracer, self.dataset, backend, self.point_images)
+        log_l = solve_and_score(terms, self.dataset, backend)
         result = np.broadcast_to(np.asarray(log_l[0], dtype=float).reshape(-1), valid.shape)
         return np.where(valid, result, -np.inf)
 
@@ -240,7 +247,8 @@ class ImagingLikelihood(ValueIdentity):
         tracer = set_paths(self.model, {p: safe[j] for j, p in enumerate(self.free)}, False)
         if self._pixelised:
             return jnp.where(valid, self._evidence(tracer, "jax"), -jnp.inf)
-        log_l = solve_and_score(blurred_terms(tracer, self.dataset, "jax"), self.dataset, "jax")
+        terms = blurred_terms(tracer, self.dataset, "jax", self.point_images)
+        log_l = solve_and_score(terms, self.dataset, "jax")
         return jnp.where(valid, log_l[0], -jnp.inf)
 
     # -- memory -----------------------------------------------------------------------------
@@ -250,6 +258,8 @@ class ImagingLikelihood(ValueIdentity):
         (positions, deflections, light terms) and the padded, Fourier-transformed images."""
         n_points = self.dataset.layout.n_points
         terms = 1 + self.model.n_linear
+        if self.point_images is not None:
+            terms += self.point_images.n_images
         n_pix = self.dataset.grid.n_pixels
         parts = pixelised_parts(self.model)
         if parts is not None:  # mapping matrices, padded PSF cubes and the dense solve

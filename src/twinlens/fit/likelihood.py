@@ -28,6 +28,7 @@ from twinlens.backend import array_module, resolve_backend
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.nnls import counting, nnls_gram, note_unconverged
 from twinlens.fit.pixelised.source import PixelisedSourceFit, has_pixelization
+from twinlens.fit.point_images import PointImages, check_point_images
 from twinlens.fit.psf import convolve
 from twinlens.fit.tracer import Tracer
 from twinlens.grids import bin_to_pixels
@@ -36,9 +37,12 @@ from twinlens.profiles.base import _numbers
 __all__ = ["FitImaging", "log_likelihood"]
 
 
-def blurred_terms(tracer: Tracer, dataset: Imaging, backend: str) -> Any:
-    """The blurred images at the masked-in pixels, ``(..., 1 + n_linear, n_mask)``: first the
-    parametric light, then each linear profile's unit-intensity image."""
+def blurred_terms(
+    tracer: Tracer, dataset: Imaging, backend: str, point_images: PointImages | None = None
+) -> Any:
+    """The blurred images at the masked-in pixels, ``(..., 1 + n_linear [+ n_images], n_mask)``:
+    first the parametric light, then each linear profile's unit-intensity image, then each
+    point image at unit flux (:mod:`twinlens.fit.point_images`)."""
     if tracer.pixelizations:
         raise ValueError(
             "a pixelised source has no image of its own until it is fitted: use FitImaging "
@@ -76,6 +80,10 @@ def blurred_terms(tracer: Tracer, dataset: Imaging, backend: str) -> Any:
     out = blurred.reshape(*lead, ny * nx)[..., dataset.mask_index]
     if len(terms) == len(columns):
         out = xp.concatenate([xp.zeros_like(out[..., :1, :]), out], axis=-2)
+    if point_images is not None:  # fixed columns, the same numbers on every backend
+        points = xp.asarray(point_images.columns(dataset))
+        points = xp.broadcast_to(points, (*out.shape[:-2], *points.shape))
+        out = xp.concatenate([out, points], axis=-2)
     return out
 
 
@@ -97,8 +105,10 @@ def solve_and_score(terms: Any, dataset: Imaging, backend: str) -> tuple[Any, An
     return -0.5 * (chi2 + dataset.noise_normalization), chi2, intensities
 
 
-def _evaluate(tracer: Tracer, dataset: Imaging, backend: str) -> tuple[Any, Any, Any]:
-    return solve_and_score(blurred_terms(tracer, dataset, backend), dataset, backend)
+def _evaluate(
+    tracer: Tracer, dataset: Imaging, backend: str, point_images: PointImages | None = None
+) -> tuple[Any, Any, Any]:
+    return solve_and_score(blurred_terms(tracer, dataset, backend, point_images), dataset, backend)
 
 
 @cache
@@ -109,16 +119,25 @@ def _jitted():
     # the dataset is static (hashes by value: one compile per distinct dataset), the tracer a
     # pytree (its numbers are arguments, so a new parameter value reuses the program); the
     # memo's switch is static too, since it decides what the program computes
-    # the count of solves that ran out of steps is returned (see nnls.counting)
+    # the count of solves that ran out of steps is returned (see nnls.counting); point images
+    # are static (fixed positions: their columns are constants of the program)
     return jax.jit(
-        counting(lambda dataset, tracer, memo_on: _evaluate(tracer, dataset, "jax")),
-        static_argnums=(0, 2),
+        counting(
+            lambda dataset, tracer, memo_on, points: _evaluate(tracer, dataset, "jax", points)
+        ),
+        static_argnums=(0, 2, 3),
     )
 
 
-def log_likelihood(tracer: Tracer, dataset: Imaging, backend: str | None = None) -> Any:
-    """The log-likelihood of ``dataset`` given ``tracer`` (linear intensities solved)."""
-    return FitImaging(dataset, tracer, backend).log_likelihood
+def log_likelihood(
+    tracer: Tracer,
+    dataset: Imaging,
+    backend: str | None = None,
+    point_images: PointImages | None = None,
+) -> Any:
+    """The log-likelihood of ``dataset`` given ``tracer`` (linear intensities solved), with
+    ``point_images`` (their fluxes solved too) when given."""
+    return FitImaging(dataset, tracer, backend, point_images).log_likelihood
 
 
 class FitImaging:
@@ -130,12 +149,22 @@ class FitImaging:
     tracer : Tracer
     backend : str, optional
         ``numba``, ``jax`` or ``numpy`` (default: the process default; JAX for JAX inputs).
+    point_images : PointImages, optional
+        Unresolved images (a lensed quasar's) at fixed positions, whose fluxes are solved with
+        the linear light (:mod:`twinlens.fit.point_images`).
     """
 
-    def __init__(self, dataset: Imaging, tracer: Tracer, backend: str | None = None) -> None:
+    def __init__(
+        self,
+        dataset: Imaging,
+        tracer: Tracer,
+        backend: str | None = None,
+        point_images: PointImages | None = None,
+    ) -> None:
         self.dataset = dataset
         self.tracer = tracer
         self.backend = resolve_backend(backend, *_numbers(tracer))
+        self.point_images = check_point_images(point_images, tracer)
         self.pixelised: PixelisedSourceFit | None = None
         if has_pixelization(tracer):
             self.pixelised = PixelisedSourceFit(dataset, tracer, self.backend)
@@ -146,10 +175,12 @@ class FitImaging:
             p = self.pixelised
             return p.log_evidence, p.chi_squared, p.intensities
         if self.backend == "jax":
-            out, unconverged = _jitted()(self.dataset, self.tracer, memo.enabled())
+            out, unconverged = _jitted()(
+                self.dataset, self.tracer, memo.enabled(), self.point_images
+            )
             note_unconverged(unconverged, "the problems of one fit")
             return out
-        return _evaluate(self.tracer, self.dataset, self.backend)
+        return _evaluate(self.tracer, self.dataset, self.backend, self.point_images)
 
     @property
     def log_likelihood(self) -> Any:
@@ -164,8 +195,13 @@ class FitImaging:
     @property
     def intensities(self) -> Any:
         """Solved intensities of the linear light profiles, in
-        :attr:`Tracer.linear_profiles` order."""
+        :attr:`Tracer.linear_profiles` order (then the point images' fluxes, if any)."""
         return self._result[2]
+
+    @property
+    def point_image_fluxes(self) -> np.ndarray:
+        """The solved flux of each point image (empty without ``point_images``)."""
+        return np.asarray(self.intensities)[..., self.tracer.n_linear :]
 
     @cached_property
     def solved_tracer(self) -> Tracer:
@@ -173,14 +209,16 @@ class FitImaging:
         intensities."""
         if self.pixelised is not None and not np.size(self.intensities):
             return self.tracer
-        return self.tracer.with_intensities(np.asarray(self.intensities))
+        return self.tracer.with_intensities(np.asarray(self.intensities)[: self.tracer.n_linear])
 
     @cached_property
     def model_image(self) -> np.ndarray:
         """The blurred model ``(ny, nx)`` at the solved intensities; NaN outside the mask."""
         if self.pixelised is not None:
             return self.pixelised.model_image
-        terms = np.asarray(blurred_terms(self.tracer, self.dataset, self.backend))
+        terms = np.asarray(
+            blurred_terms(self.tracer, self.dataset, self.backend, self.point_images)
+        )
         model = terms[0] + np.asarray(self.intensities) @ terms[1:]
         out = np.full(self.dataset.grid.n_pixels, np.nan)
         out[self.dataset.mask_index] = model

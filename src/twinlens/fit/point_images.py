@@ -1,0 +1,135 @@
+"""Unresolved images in the imaging data: a lensed quasar's or supernova's images, each the PSF
+at the image's position times a flux.
+
+In the imaging of a lensed quasar the point images are usually the brightest thing in the data;
+a model of the host and the lens light alone leaves them in the residuals. :class:`PointImages`
+names their positions (arcsec, fixed: for example the measured positions a point-source
+likelihood uses); the imaging likelihood then adds one column per image to the linear light
+profiles' columns, and the fluxes are solved with their intensities (non-negative least
+squares). Fixed positions make the columns fixed work: they are rendered once per dataset, in
+numpy, and enter every backend as the same numbers (under JAX as constants of the program).
+
+**Sub-pixel placement.** A point at pixel ``(i0, j0)`` seen through the PSF is the kernel
+centred there (what :func:`~twinlens.fit.psf.convolve` makes of a one-pixel image). At a
+fractional offset the kernel is shifted by the Fourier shift theorem: zero-padded, transformed,
+multiplied by the phase ramp of the offset and transformed back. The shift keeps the flux
+exactly (the zero frequency is untouched), is exact at whole-pixel offsets and, for a PSF
+sampled finely enough to be band-limited, gives the samples of the shifted PSF; an undersampled
+PSF rings, as it does under any interpolation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from twinlens.fields import ValueIdentity, static_field
+from twinlens.fit.psf import PSF
+from twinlens.grids import Grid2D
+
+__all__ = ["PointImages", "check_point_images", "point_image"]
+
+#: zero padding around the kernel before it is shifted (pixels per side), so that the periodic
+#: shift does not wrap the kernel's edge onto the opposite side
+_PAD = 2
+
+
+@dataclass(frozen=True, eq=False)
+class PointImages(ValueIdentity):
+    """Point images at fixed positions, with fluxes solved by the imaging fit.
+
+    Parameters
+    ----------
+    positions : float array (n_images, 2)
+        ``(x, y)`` of each image, arcsec, in the grid's frame; at least one.
+    """
+
+    positions: Any = static_field()
+
+    def __post_init__(self) -> None:
+        p = np.array(self.positions, dtype=float)
+        if p.ndim != 2 or p.shape[1] != 2 or p.shape[0] < 1:
+            raise ValueError(
+                f"PointImages.positions must have shape (n_images, 2) with n_images >= 1, got "
+                f"shape {p.shape}"
+            )
+        if not np.all(np.isfinite(p)):
+            raise ValueError(f"PointImages.positions must be finite, got {p.tolist()}")
+        p.flags.writeable = False
+        object.__setattr__(self, "positions", p)
+        super().__post_init__()
+
+    @property
+    def n_images(self) -> int:
+        """The number of images (of fluxes solved)."""
+        return int(self.positions.shape[0])
+
+    def images(self, grid: Grid2D, psf: PSF) -> np.ndarray:
+        """``(n_images, ny, nx)``: each image at unit flux, seen through ``psf`` on ``grid``
+        (light falling outside the grid is lost, as it is from the data)."""
+        return np.stack([point_image(psf, grid, x, y) for x, y in self.positions])
+
+    def columns(self, dataset: Any) -> np.ndarray:
+        """``(n_images, n_mask)``: :meth:`images` at the dataset's masked-in pixels, computed
+        once per dataset."""
+        return _columns(self, dataset)
+
+
+@lru_cache(maxsize=16)
+def _columns(images: PointImages, dataset: Any) -> np.ndarray:
+    out = images.images(dataset.grid, dataset.psf).reshape(images.n_images, -1)
+    out = np.ascontiguousarray(out[:, dataset.mask_index])
+    out.flags.writeable = False
+    return out
+
+
+def point_image(psf: PSF, grid: Grid2D, x: float, y: float) -> np.ndarray:
+    """A unit-flux point at ``(x, y)`` arcsec seen through ``psf``: an ``(ny, nx)`` image on
+    ``grid``'s pixels (see the module notes for the sub-pixel shift)."""
+    ny, nx = grid.shape
+    s = grid.pixel_scale
+    # continuous pixel coordinates (the inverse of Grid2D's pixel-centre convention)
+    col = (x - grid.origin[0]) / s + (nx - 1) / 2.0
+    row = (y - grid.origin[1]) / s + (ny - 1) / 2.0
+    i0, j0 = int(np.round(row)), int(np.round(col))
+    shifted = _shifted_kernel(psf.kernel, row - i0, col - j0)
+    ky, kx = shifted.shape
+    cy, cx = ky // 2, kx // 2
+    out = np.zeros((ny, nx))
+    # the kernel's rows top .. top + ky - 1 (columns likewise), clipped to the image
+    top, left = i0 - cy, j0 - cx
+    r0, r1 = max(top, 0), min(top + ky, ny)
+    c0, c1 = max(left, 0), min(left + kx, nx)
+    if r0 < r1 and c0 < c1:
+        out[r0:r1, c0:c1] = shifted[r0 - top : r1 - top, c0 - left : c1 - left]
+    return out
+
+
+def _shifted_kernel(kernel: np.ndarray, dy: float, dx: float) -> np.ndarray:
+    """``kernel`` moved by ``(dy, dx)`` pixels (``|d| <= 1/2``), padded by ``_PAD`` per side."""
+    padded = np.pad(kernel, _PAD)
+    if dy == 0.0 and dx == 0.0:
+        return padded
+    # odd padded sides (the kernel's are odd): no Nyquist frequency, whose shift is ambiguous
+    fy = np.fft.fftfreq(padded.shape[0])[:, None]
+    fx = np.fft.fftfreq(padded.shape[1])[None, :]
+    ramp = np.exp(-2j * np.pi * (fy * dy + fx * dx))
+    return np.fft.ifft2(np.fft.fft2(padded) * ramp).real
+
+
+def check_point_images(point_images: Any, tracer: Any) -> PointImages | None:
+    """``point_images`` if a fit can take it (None passes): a clear error for another type, or
+    beside a pixelised source, whose inversion does not solve for point fluxes."""
+    if point_images is None:
+        return None
+    if not isinstance(point_images, PointImages):
+        raise TypeError(f"point_images must be a PointImages, got {type(point_images).__name__}")
+    if getattr(tracer, "pixelizations", None):
+        raise ValueError(
+            "point_images beside a pixelised source are not supported: the source inversion "
+            "does not solve for point fluxes; fit the point images with parametric light"
+        )
+    return point_images
