@@ -83,6 +83,11 @@ class JointLikelihood(ValueIdentity):
             raise TypeError(
                 "JointLikelihood.point_source_likelihood must be a PointSourceLikelihood"
             )
+        if self.dataset is None and self.point_source_likelihood.in_imaging:
+            raise ValueError(
+                "JointLikelihood: the point-source likelihood has in_imaging = True but there "
+                "is no imaging dataset to see the images in"
+            )
         if not self.free:
             raise ValueError("JointLikelihood.free is empty: name at least one free parameter")
         if len(set(self.free)) != len(self.free):
@@ -121,7 +126,8 @@ class JointLikelihood(ValueIdentity):
         tracer_free = tuple(self.free[i] for i in self._tracer_columns)
         # with no free lens or source parameter the imaging term is a constant: every scalar
         # is then passed at its own value
-        return ImagingLikelihood(self.dataset, self.model, tracer_free)
+        points = self.point_source_likelihood.point_images  # the observed images, if seen
+        return ImagingLikelihood(self.dataset, self.model, tracer_free, points)
 
     def _split(self, vector: Any) -> tuple[dict, dict]:
         tracer, point = {}, {}

@@ -64,6 +64,7 @@ from twinlens.cosmology import time_delay_days
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.lens_equation import ImageSolver
 from twinlens.fit.multiplane import MultiPlaneTracer
+from twinlens.fit.point_images import PointImages
 from twinlens.fit.point_sources import fermat_potential
 from twinlens.fit.tracer import Tracer
 from twinlens.kernels import lensing
@@ -358,12 +359,18 @@ class PointSourceLikelihood(ValueIdentity):
         (lenstronomy's ``magnification_limit``), so that a faint central image, which a lens
         shallower than isothermal makes and observations rarely see, does not make the image
         count differ (``-inf``). Default 0: every image counts.
+    in_imaging : bool
+        The images are also seen in the imaging data (a quasar's or a supernova's): beside
+        imaging, a :class:`~twinlens.batch.joint.JointLikelihood` then models them as point
+        images at the observed positions, their fluxes solved with the linear light
+        (:class:`~twinlens.fit.point_images.PointImages`). Default False.
     """
 
     data: PointSourceData = static_field()
     positions: str = static_field(default="image")
     solver: Any = static_field(default=None)
     magnification_limit: float = static_field(default=0.0)
+    in_imaging: bool = static_field(default=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.data, PointSourceData):
@@ -398,12 +405,22 @@ class PointSourceLikelihood(ValueIdentity):
                 f"PointSourceLikelihood.magnification_limit must be a number >= 0, got {limit!r}"
             )
         object.__setattr__(self, "magnification_limit", float(limit))
+        if not isinstance(self.in_imaging, (bool, np.bool_)):
+            raise ValueError(
+                f"PointSourceLikelihood.in_imaging must be true or false, got {self.in_imaging!r}"
+            )
+        object.__setattr__(self, "in_imaging", bool(self.in_imaging))
         if self.solver is not None and self.data.n_images > self.solver.max_images:
             raise ValueError(
                 f"PointSourceLikelihood: {self.data.n_images} observed images but the solver "
                 f"has max_images = {self.solver.max_images}; raise it"
             )
         super().__post_init__()
+
+    @property
+    def point_images(self) -> PointImages | None:
+        """The observed images as imaging components (with ``in_imaging``), else None."""
+        return PointImages(self.data.positions) if self.in_imaging else None
 
     def chi_squared(
         self, tracer: Tracer, point_source: PointSource, backend: str | None = None

@@ -525,7 +525,7 @@ def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = 
 _PS_DATA = ("positions", "position_sigma", "delays", "delay_sigma", "fluxes", "flux_sigma")
 _PS_PARAMS = ("centre", "flux", "time_delay_distance", "h0")
 _PS_KEYS: tuple[str, ...] = (*_PS_DATA, *_PS_PARAMS, "position_likelihood", "solver")
-_PS_KEYS = (*_PS_KEYS, "z_lens", "z_source", "omega_m", "magnification_limit")
+_PS_KEYS = (*_PS_KEYS, "z_lens", "z_source", "omega_m", "magnification_limit", "in_imaging")
 _SOLVER_KEYS = ("window", "centre", "cells", "max_images", "newton_iterations", "tolerance")
 
 
@@ -541,10 +541,11 @@ def _numbers(raw: Any, where: str, what: str) -> Any:
 
 
 def _point_source(
-    table: Any, priors: dict, multi_plane: bool = False
+    table: Any, priors: dict, multi_plane: bool = False, imaging: bool = True
 ) -> tuple[Any, PointSourceConfig]:
     """The ``[point_source]`` table: ``(PointSource, PointSourceConfig)``; ``multi_plane``
-    when the lens is a multi-plane one (its delays then scale with ``h0``, not ``D_dt``)."""
+    when the lens is a multi-plane one (its delays then scale with ``h0``, not ``D_dt``);
+    ``imaging`` when there is a [dataset] (where ``in_imaging`` shows the images)."""
     from twinlens.fit.lens_equation import ImageSolver
     from twinlens.fit.point_source_likelihood import (
         POSITION_LIKELIHOODS,
@@ -684,12 +685,21 @@ def _point_source(
             f'{where}.magnification_limit: counts model images, for position_likelihood = "image" '
             f"only (this one is {_show(kind)})"
         )
+    in_imaging = table.get("in_imaging", False)
+    if not isinstance(in_imaging, bool):
+        raise ConfigError(f"{where}.in_imaging = {_show(in_imaging)}: expected true or false")
+    if in_imaging and not imaging:
+        raise ConfigError(
+            f"{where}.in_imaging = true, but there is no [dataset]: the images are modelled "
+            "in the imaging data; give a [dataset] or drop in_imaging"
+        )
     try:
         likelihood = PointSourceLikelihood(
             PointSourceData(**data),
             kind,
             solver,  # type: ignore[arg-type]
             float(limit),
+            in_imaging,
         )
     except (TypeError, ValueError) as err:
         message = str(err).replace("PointSourceData.", "").replace("PointSourceLikelihood", "")
@@ -1048,7 +1058,7 @@ def parse_config(
     point_source, ps_config = None, None
     if "point_source" in data:
         multi_plane = type(tracer) is not Tracer
-        point_source, ps_config = _point_source(data["point_source"], priors, multi_plane)
+        point_source, ps_config = _point_source(data["point_source"], priors, multi_plane, imaging)
     if ps_config is not None and type(tracer) is Tracer:
         ps_config = _redshifts_for_h0(ps_config, lenses, sources)
     if not priors:  # the point source's free parameters count too

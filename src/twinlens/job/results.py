@@ -284,7 +284,7 @@ def write_results(
     n_theta = min(N_EINSTEIN_RADII, len(result.samples))
     say(f"effective Einstein radius of {n_theta} posterior samples")
     theta = einstein_radii(model, result.samples)
-    derived = {
+    derived: dict[str, Any] = {
         "einstein_radius": _stats(
             theta,
             point,
@@ -321,9 +321,12 @@ def write_results(
     fit: FitImaging | None = None
     solved, chi_squared, n_pixels = best, None, None  # a point-source fit without imaging
     if dataset is not None:
-        fit = FitImaging(dataset, best, "numpy")
+        seen = None if point_config is None else point_config.likelihood.point_images
+        fit = FitImaging(dataset, best, "numpy", seen)
         solved = fit.solved_tracer
         chi_squared, n_pixels = float(fit.chi_squared), int(dataset.mask_index.size)
+        if seen is not None:
+            derived["point_image_fluxes"] = [float(f) for f in fit.point_image_fluxes]
     flags = summary_warnings(result, chi_squared, n_pixels)
     files["summary"] = output / "summary.txt"
     files["summary"].write_text(
@@ -354,6 +357,11 @@ def write_results(
                 )
             with files["summary"].open("a") as f:
                 f.write(line)
+
+    if "point_image_fluxes" in derived:
+        fluxes = ", ".join(f"{f:.5g}" for f in derived["point_image_fluxes"])
+        with files["summary"].open("a") as f:
+            f.write(f"point image fluxes in the imaging (best fit): {fluxes}\n")
 
     med = result.medians()
     lo, hi = result.intervals(0.68)
