@@ -356,3 +356,41 @@ def test_galaxy_redshifts_serve_as_z_lens_and_z_source_for_h0(tmp_path):
     alone = text.replace("z_lens = 0.5", "")
     with pytest.raises(ConfigError, match=r"\[point_source\]\.z_lens is missing: give both"):
         parse_config(tomllib.loads(alone), tmp_path)
+
+
+def test_in_imaging_models_the_observed_images_in_the_imaging(tmp_path):
+    import tomllib
+
+    from twinlens.fit.likelihood import FitImaging
+    from twinlens.fit.point_images import PointImages
+    from twinlens.job.config import ConfigError, parse_config
+    from twinlens.search.base import Objective
+
+    text = timedelay.write_timedelay_example(tmp_path / "td").read_text()
+    seen = text.replace(
+        'position_likelihood = "image"', 'position_likelihood = "image"\nin_imaging = true'
+    )
+    config = parse_config(tomllib.loads(seen), tmp_path / "td")
+    likelihood = config.point_source.likelihood
+    assert likelihood.in_imaging
+    assert likelihood.point_images == PointImages(likelihood.data.positions)
+    objective = Objective.build(config.model, config.dataset, "numpy", likelihood)
+    assert objective.likelihood.imaging.point_images == likelihood.point_images
+    # the imaging term is the fit with the point images: its fluxes are solved (this data has
+    # none, the quasar's images taken as subtracted, so they come out near zero)
+    start = config.model.instance(config.model.start)
+    with_points = FitImaging(config.dataset, start, "numpy", likelihood.point_images)
+    assert with_points.point_image_fluxes.shape == (4,)
+    assert float(with_points.chi_squared) <= float(
+        FitImaging(config.dataset, start, "numpy").chi_squared
+    )
+    with pytest.raises(ConfigError, match=r"in_imaging = 1: expected true or false"):
+        parse_config(
+            tomllib.loads(seen.replace("in_imaging = true", "in_imaging = 1")), tmp_path / "td"
+        )
+    alone = timedelay.write_quasar_example(tmp_path / "q").read_text()
+    alone = alone.replace(
+        'position_likelihood = "image"', 'position_likelihood = "image"\nin_imaging = true'
+    )
+    with pytest.raises(ConfigError, match=r"in_imaging = true, but there is no \[dataset\]"):
+        parse_config(tomllib.loads(alone), tmp_path / "q")
