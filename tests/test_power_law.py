@@ -185,6 +185,10 @@ def test_a_traced_slope_at_a_fixed_ellipticity_sums_a_length_that_holds_for_ever
     assert traced[0] < N_TRACED
     for slope in np.linspace(1.001, 2.999, 41):
         assert series_length(0.3, 0.2, float(slope)) <= traced[0]
+    # never longer than a traced ellipticity's N_TRACED (q = 0.06 would need 512 by the bound)
+    flat = PowerLaw.from_axis_ratio(q=0.06, angle=0.0).ell_comps
+    jax.jit(lambda slope: traced.append(series_length(*flat, slope, bucket=True)) or slope)(2.0)
+    assert traced[1] == N_TRACED
 
 
 def test_round_profile_matches_closed_form():

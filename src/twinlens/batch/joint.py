@@ -34,6 +34,7 @@ from twinlens.batch.likelihood import (
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.lens_equation import _serial_when_small
+from twinlens.fit.point_images import check_point_images
 from twinlens.fit.point_source_likelihood import PointSource, PointSourceLikelihood
 from twinlens.fit.tracer import Tracer
 from twinlens.model.model import POINT_SOURCE
@@ -88,6 +89,8 @@ class JointLikelihood(ValueIdentity):
                 "JointLikelihood: the point-source likelihood has in_imaging = True but there "
                 "is no imaging dataset to see the images in"
             )
+        # now, not at the first evaluation inside a search
+        check_point_images(self.point_source_likelihood.point_images, self.model)
         if not self.free:
             raise ValueError("JointLikelihood.free is empty: name at least one free parameter")
         if len(set(self.free)) != len(self.free):

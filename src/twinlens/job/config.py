@@ -1059,6 +1059,11 @@ def parse_config(
     if "point_source" in data:
         multi_plane = type(tracer) is not Tracer
         point_source, ps_config = _point_source(data["point_source"], priors, multi_plane, imaging)
+    if ps_config is not None and ps_config.likelihood.in_imaging and tracer.pixelizations:
+        raise ConfigError(
+            "[point_source].in_imaging = true with a pixelised source: its inversion does not "
+            "solve for point-image fluxes; use parametric source light, or drop in_imaging"
+        )
     if ps_config is not None and type(tracer) is Tracer:
         ps_config = _redshifts_for_h0(ps_config, lenses, sources)
     if not priors:  # the point source's free parameters count too

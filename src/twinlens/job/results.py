@@ -395,9 +395,10 @@ def write_results(
         "log_evidence_error": _float(result.log_evidence_error),
         "n_samples": len(result.samples),
         "n_evaluations": int(result.n_evaluations),
+        # the linear profiles' (Tracer.with_intensities takes them); point fluxes are derived
         "solved_intensities": []
         if fit is None
-        else [float(v) for v in np.asarray(fit.intensities)],
+        else [float(v) for v in np.asarray(fit.intensities)[: best.n_linear]],
         # every scalar of the maximum-likelihood model, fixed ones and solved intensities too
         "max_likelihood_model": {
             path: float(get_path(solved, path)) for path in parameter_paths(solved)

@@ -134,14 +134,18 @@ def series_length(e1: Any, e2: Any, slope: Any, bucket: bool = False) -> int:
         return 1
     # A traced slope (a search that fits it at a fixed ellipticity): the length must hold for
     # every slope. Each ratio c_n / c_{n-1} is below 1 for t < 2, so |e|^n bounds term n for
-    # any slope in (1, 3): the bound's stop is a few terms past the slope's own, where
-    # N_TRACED terms (and a program with a branch per length) would be summed.
-    t = float(slope) - 1.0 if is_concrete(slope) else 2.0
+    # any slope in (1, 3): the bound's stop is a few terms past the slope's own (24 terms at
+    # q = 0.8, where a traced ellipticity's program branches over lengths up to N_TRACED).
+    # Capped at N_TRACED, whose accuracy is that of a traced ellipticity (module notes).
+    traced_slope = not is_concrete(slope)
+    t = 2.0 if traced_slope else float(slope) - 1.0
     size, n = 1.0, 0
     while size > _STOP and n < _N_CAP:
         n += 1
         size *= f * (2.0 * n - 2.0 + t) / (2.0 * n + 2.0 - t)
     n += 1  # terms 0..n
+    if traced_slope:
+        n = min(n, N_TRACED)
     if not bucket or n == 1:
         return n
     if n <= 64:
