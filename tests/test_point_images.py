@@ -118,3 +118,20 @@ def test_bad_point_images_are_refused_clearly(quasar):
         PointImages([(0.1, np.nan)])
     with pytest.raises(TypeError, match="point_images must be a PointImages"):
         FitImaging(dataset, model, "numpy", [(0.1, 0.2)])
+
+
+def test_point_images_beside_a_pixelised_source_are_refused():
+    from pixelised_cases import lens_tracer, small_dataset
+
+    from twinlens.fit.pixelised import Constant, Pixelization, Rectangular
+
+    pixelised = Tracer(
+        lens_tracer().lenses[0], Galaxy(light=Pixelization(Rectangular((6, 6)), Constant(1.0)))
+    )
+    points = PointImages([(0.3, 0.1)])
+    with pytest.raises(ValueError, match="point_images beside a pixelised source"):
+        FitImaging(small_dataset(), pixelised, "numpy", points)
+    with pytest.raises(ValueError, match="point_images beside a pixelised source"):
+        ImagingLikelihood(
+            small_dataset(), pixelised, ("lenses[0].mass[0].einstein_radius",), points
+        )
