@@ -52,6 +52,29 @@ def test_a_point_on_a_pixel_centre_is_the_convolution_of_that_pixel(row, col):
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-15)
 
 
+@pytest.mark.parametrize("x, y", [(0.237, -0.4121), (-0.311, 0.0249)])
+def test_the_linear_shift_keeps_flux_and_centroid_exactly(x, y):
+    grid = Grid2D.uniform(60, SCALE, origin=(0.1, -0.05))
+    psf = PSF.gaussian(0.1, SCALE, 15)  # undersampled: only flux and centroid are promised
+    image = point_image(psf, grid, x, y, "linear")
+    assert image.sum() == pytest.approx(1.0, abs=1e-14)
+    centroid = (np.sum(image * grid.x), np.sum(image * grid.y))
+    np.testing.assert_allclose(centroid, (x, y), atol=1e-13)
+    # on a pixel centre both rules give the kernel itself
+    cx, cy = float(grid.x[20, 30]), float(grid.y[20, 30])
+    np.testing.assert_array_equal(
+        point_image(psf, grid, cx, cy, "linear"), point_image(psf, grid, cx, cy, "fourier")
+    )
+
+
+def test_an_undersampled_psf_is_warned_about_and_a_bad_shift_refused():
+    grid = Grid2D.uniform(20, 0.1)
+    with pytest.warns(RuntimeWarning, match="the PSF is undersampled"):
+        PointImages([(0.13, 0.02)]).images(grid, PSF.gaussian(0.15, 0.1, 7))
+    with pytest.raises(ValueError, match=r"shift must be one of 'fourier', 'linear'"):
+        PointImages([(0.13, 0.02)], shift="cubic")
+
+
 def test_a_point_outside_the_grid_leaves_no_light():
     grid = Grid2D.uniform(20, SCALE)
     assert not np.any(point_image(_gaussian_psf(), grid, 5.0, 0.0))
@@ -61,7 +84,7 @@ def test_a_point_outside_the_grid_leaves_no_light():
 def quasar():
     """A lensed source with three point images whose fluxes are known."""
     grid = Grid2D.uniform(40, SCALE, sub_size=2)
-    psf = PSF.gaussian(0.1, SCALE, 11)
+    psf = PSF.gaussian(0.2, SCALE, 17)  # 4 pixels FWHM: sampled finely enough to be shifted
     lens = Galaxy(mass=SIE((0.0, 0.0), (0.1, -0.05), 0.6))
     host = Sersic((0.05, 0.02), (0.1, 0.0), 0.2, 1.5, 2.0)
     points = PointImages([(0.55, 0.1), (-0.5, -0.2), (0.05, 0.62)])
@@ -90,7 +113,7 @@ def test_fluxes_are_solved_with_the_linear_light_and_backends_agree(quasar):
     # the model image holds the point images: without them the residuals are far from noise
     assert np.nanmax(np.abs(ref.normalized_residual_map)) < 5.0
     without = FitImaging(dataset, model, "numba")
-    assert float(without.chi_squared) > 10 * float(ref.chi_squared)
+    assert float(without.chi_squared) > 5 * float(ref.chi_squared)
 
 
 def test_the_imaging_likelihood_takes_point_images_on_every_backend(quasar):
