@@ -469,9 +469,17 @@ def test_importing_the_searches_loads_no_library():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent)
 
 
-def test_map_reports_a_linear_solve_that_ran_out_of_steps(imaging, monkeypatch):
-    # the optimiser's own program cannot warn; the optima's log L comes from the objective's
-    # batch, whose programs count the solves that ran out of steps and warn
+@pytest.mark.parametrize(
+    "search",
+    [MaximumPosterior(n_starts=2, n_steps=3, seed=0), NUTS(n_warmup=3, n_samples=4, seed=0)],
+    ids=["map", "nuts"],
+)
+def test_gradient_searches_report_a_linear_solve_that_ran_out_of_steps(
+    imaging, monkeypatch, search
+):
+    # the optimiser's and the sampler's own programs cannot warn; the optima's and the
+    # samples' log L come from the objective's batch, whose programs count the solves that ran
+    # out of steps and warn
     from twinlens.batch.likelihood import _jax_batch, _jax_single
     from twinlens.fit import nnls
 
@@ -483,7 +491,7 @@ def test_map_reports_a_linear_solve_that_ran_out_of_steps(imaging, monkeypatch):
         program.clear_cache()  # the step limit is read when a program is traced
     try:
         with pytest.warns(RuntimeWarning, match="likelihood evaluations did not converge"):
-            MaximumPosterior(n_starts=2, n_steps=3, seed=0).run(objective)
+            search.run(objective)
     finally:
         for program in programs:
             program.clear_cache()

@@ -384,21 +384,23 @@ class NUTS(Search):
             _, out = jax.lax.scan(step, states, (jnp.arange(self.n_samples), keys))
             return out
 
-        z, log_dens, divergent, acceptance, n_steps = sample(sample_key, states)
+        z, _, divergent, acceptance, n_steps = sample(sample_key, states)
         diagnostics = blackjax.diagnostics
 
         @jax.jit
-        def summarise(z: Any, log_dens: Any) -> Any:
+        def summarise(z: Any) -> Any:
             # one program: run eagerly, every operation here compiled on its own
             z = jnp.swapaxes(z, 0, 1)  # (samples, chains, ...) -> (chains, samples, ...)
             x = _to_params(objective, jax, z)
-            log_l = jnp.swapaxes(log_dens, 0, 1) - _log_jacobian(jax, z)
             r_hat = diagnostics.potential_scale_reduction(x) if self.n_chains > 1 else None
-            return x, log_l, diagnostics.effective_sample_size(x), r_hat
+            return x, diagnostics.effective_sample_size(x), r_hat
 
-        x, log_l, ess, r_hat = summarise(z, log_dens)
+        x, ess, r_hat = summarise(z)
         flat_x = np.asarray(x).reshape(-1, d)
-        flat_l = np.asarray(log_l).reshape(-1)
+        # the samples' log L from the objective's own batch: its programs report a linear solve
+        # that ran out of steps, which the sampler's program cannot (as MAP does at its optima;
+        # one evaluation per sample, against the many gradients each sample cost)
+        flat_l = np.array(objective.log_likelihood(flat_x), dtype=float)
         best = int(np.argmax(flat_l))
 
         info: dict[str, Any] = {
