@@ -17,15 +17,15 @@ fractional offset the kernel is shifted, by one of two rules (``shift``):
   phase ramp of the offset, transformed back). It keeps the flux exactly (the zero frequency is
   untouched), is exact at whole-pixel offsets and, for a PSF sampled finely enough to be
   band-limited, gives the samples of the shifted PSF.
-* ``"linear"``: bilinear interpolation between the kernel's samples (lenstronomy's rule for
-  point sources). Flux and centroid are kept exactly, but the image is the PSF blurred by the
-  interpolation.
+* ``"linear"``: bilinear interpolation between the kernel's samples (lenstronomy's default
+  order-1 shift for point sources). Flux and centroid are kept exactly, but the image is the
+  PSF blurred by the interpolation.
 
 Against the closed form of a Gaussian PSF placed off the pixel centres, the largest error in
 units of the peak, for sigma = 2, 1.5, 1 and 0.64 pixels: ``"fourier"`` 1e-9, 2e-6, 1.4e-3 and
 3.7e-2 (its centroid off by 0.09 pixel at the last); ``"linear"`` 4.3e-2, 7.2e-2, 0.13 and
 0.21. No rule recovers an undersampled PSF between its samples; a warning says so when the
-kernel keeps more than 1e-3 of its total at the highest frequencies (sigma below about 1.2
+kernel keeps more than 1e-3 of its total at the highest frequencies (sigma below about 1.5
 pixels).
 """
 
