@@ -43,7 +43,13 @@ from twinlens.fit.pixelised.mapping import (
     sparse_blurred,
 )
 from twinlens.fit.pixelised.meshes import Delaunay, MeshMapping, Rectangular
-from twinlens.fit.pixelised.regularization import EPSILON, Curvature, Regularization
+from twinlens.fit.pixelised.regularization import (
+    EPSILON,
+    Constant,
+    Curvature,
+    Regularization,
+    lattice_log_det,
+)
 from twinlens.fit.tracer import Tracer
 from twinlens.profiles.base import _numbers
 from twinlens.profiles.checks import POSITIVE_RANGE
@@ -152,6 +158,14 @@ def _structure(pixelization: Pixelization, mesh: MeshMapping, xp: Any) -> Any:
     return pixelization.regularization.structure(mesh, xp)
 
 
+def _closed_log_det(pixelization: Pixelization, lam: Any, xp: Any) -> Any:
+    """``ln det R`` in closed form where its eigenvalues are known (constant regularisation on
+    a rectangular mesh: a lattice's graph Laplacian), else None (``R`` is factorised)."""
+    if type(pixelization.regularization) is Constant and isinstance(pixelization.mesh, Rectangular):
+        return lattice_log_det(pixelization.mesh.shape, lam, xp)
+    return None
+
+
 def _coefficient_ok(lam: Any) -> Any:
     return (lam >= POSITIVE_RANGE[0]) & (lam <= POSITIVE_RANGE[1])
 
@@ -251,7 +265,16 @@ def _evaluate_host(
             return sparse.times(x[:n_source]) + x[n_source:] @ columns
 
         terms = solve_normal(
-            curvature, vector, dw, masked.noise, reg, weighted_model, np, positive, "numba"
+            curvature,
+            vector,
+            dw,
+            masked.noise,
+            reg,
+            weighted_model,
+            np,
+            positive,
+            "numba",
+            _closed_log_det(pixelization, lam, np),
         )
         model = masked.noise * weighted_model(
             np.concatenate([terms.reconstruction, terms.intensities])
@@ -263,7 +286,8 @@ def _evaluate_host(
     blurred = blurred_mapping_matrix(m, dataset, np)
     if n_linear:
         blurred = np.concatenate([blurred, light[1:].T], axis=1)
-    terms = solve(blurred, data, masked.noise, reg, np, positive)
+    log_det_r = _closed_log_det(pixelization, lam, np)
+    terms = solve(blurred, data, masked.noise, reg, np, positive, None, log_det_r)
     x = np.concatenate([terms.reconstruction, terms.intensities])
     return _Result(terms, blurred @ x + fixed, mesh.vertices, points)
 
@@ -304,7 +328,15 @@ def _evaluate_jax(
     reg = lam_safe * _structure(pixelization, mesh, jnp) + EPSILON * jnp.eye(n_source)
     positive = "jax" if pixelization.positive else None
     terms = solve_normal(
-        columns @ columns.T, columns @ dw, dw, noise, reg, lambda x: x @ columns, jnp, positive
+        columns @ columns.T,
+        columns @ dw,
+        dw,
+        noise,
+        reg,
+        lambda x: x @ columns,
+        jnp,
+        positive,
+        log_det_regularization=_closed_log_det(pixelization, lam_safe, jnp),
     )
     ok = lam_ok & (mesh.status == triangulation.STATUS_OK)
     log_e = jnp.where(ok, terms.log_evidence, -jnp.inf)

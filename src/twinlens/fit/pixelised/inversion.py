@@ -132,6 +132,7 @@ def solve(
     xp: Any = np,
     positive: str | None = None,
     backend: str | None = None,
+    log_det_regularization: Any = None,
 ) -> InversionTerms:
     """Solve for the source and compute the log-evidence terms, from the dense blurred
     mapping matrix.
@@ -146,7 +147,7 @@ def solve(
         ``R``, symmetric positive definite.
     xp : module
         ``numpy`` (numpy and numba backends) or ``jax.numpy``.
-    positive, backend : str, optional
+    positive, backend, log_det_regularization : optional
         See :func:`solve_normal`.
 
     Returns
@@ -156,7 +157,16 @@ def solve(
     bw = blurred / noise[:, None]
     dw = data / noise
     return solve_normal(
-        bw.T @ bw, bw.T @ dw, dw, noise, regularization, lambda s: bw @ s, xp, positive, backend
+        bw.T @ bw,
+        bw.T @ dw,
+        dw,
+        noise,
+        regularization,
+        lambda s: bw @ s,
+        xp,
+        positive,
+        backend,
+        log_det_regularization,
     )
 
 
@@ -170,6 +180,7 @@ def solve_normal(
     xp: Any = np,
     positive: str | None = None,
     backend: str | None = None,
+    log_det_regularization: Any = None,
 ) -> InversionTerms:
     """:func:`solve` from the normal equations, however ``F`` and ``D`` were formed.
 
@@ -198,6 +209,10 @@ def solve_normal(
     backend : str, optional
         The backend of the non-negative solver for the intensities (``numpy`` or ``numba``
         with ``xp = numpy``; default ``numpy``, and ``jax`` with ``jax.numpy``).
+    log_det_regularization : float, optional
+        ``ln det R`` when it is known in closed form
+        (:func:`~twinlens.fit.pixelised.regularization.lattice_log_det`): ``R`` is then not
+        factorised.
     """
     n_source = regularization.shape[0]
     if backend is None:
@@ -209,7 +224,10 @@ def solve_normal(
     if xp is np:
         with one_blas_thread():
             log_det_a, factor = _log_det_numpy(block, "F + lambda H (curvature + regularisation)")
-            log_det_r, _ = _log_det_numpy(regularization, "the regularisation matrix")
+            if log_det_regularization is None:
+                log_det_r, _ = _log_det_numpy(regularization, "the regularisation matrix")
+            else:
+                log_det_r = float(log_det_regularization)
             if factor is None or not math.isfinite(log_det_r):
                 x = np.full(vector.shape, np.nan)
                 nan = math.nan
@@ -230,7 +248,8 @@ def solve_normal(
     ok = xp.bool_(True)
     logs = []
     factors = []
-    for matrix in (block, regularization):
+    matrices = [block] if log_det_regularization is not None else [block, regularization]
+    for matrix in matrices:
         factor = xp.linalg.cholesky(matrix)
         diag = xp.diagonal(factor)
         good = xp.all(xp.isfinite(diag) & (diag > 0))
@@ -239,6 +258,8 @@ def solve_normal(
         factors.append(factor)
     # a failed factorisation: solve a harmless system instead (the result is -inf), so that no
     # NaN reaches the gradient through the branch that is not taken
+    if log_det_regularization is not None:
+        logs.append(log_det_regularization)
     safe = xp.where(ok, factors[0], xp.eye(n_source))
     safe_curvature = xp.where(ok, curvature, xp.eye(curvature.shape[0]))
     x = _unknowns(safe_curvature, vector, regularization, safe, positive, backend, xp)
