@@ -256,10 +256,10 @@ def solve_normal(
         ok = ok & good
         logs.append(2.0 * xp.sum(xp.log(xp.where(good, diag, 1.0))))
         factors.append(factor)
-    # a failed factorisation: solve a harmless system instead (the result is -inf), so that no
-    # NaN reaches the gradient through the branch that is not taken
     if log_det_regularization is not None:
         logs.append(log_det_regularization)
+    # a failed factorisation: solve a harmless system instead (the result is -inf), so that no
+    # NaN reaches the gradient through the branch that is not taken
     safe = xp.where(ok, factors[0], xp.eye(n_source))
     safe_curvature = xp.where(ok, curvature, xp.eye(curvature.shape[0]))
     x = _unknowns(safe_curvature, vector, regularization, safe, positive, backend, xp)
