@@ -256,28 +256,34 @@ def test_border_and_relocation():
     assert 0 < moved.sum() < len(points)
 
 
+@pytest.mark.parametrize("curvature", [False, True], ids=["constant", "curvature"])
 @pytest.mark.parametrize("shape", [(3, 4), (4, 5)])
 @pytest.mark.parametrize("lam", [1e-3, 0.7, 1e4])
-def test_lattice_log_det_is_the_exact_determinant(shape, lam):
-    """ln det(lambda H + EPSILON I) of constant regularisation on a rectangular mesh, in closed
-    form, against mpmath's determinant of the matrix built exactly (H's integer entries; a
-    float64 matrix would already have lost EPSILON's digits on the diagonal)."""
+def test_lattice_log_det_is_the_exact_determinant(shape, lam, curvature):
+    """ln det(lambda H + EPSILON I) of constant and curvature regularisation on a rectangular
+    mesh, from H's eigenvalues, against mpmath's determinant of the matrix built exactly (H's
+    integer entries; a float64 matrix would already have lost EPSILON's digits on the
+    diagonal)."""
     import mpmath
 
     from twinlens.fit.pixelised.meshes import _lattice
     from twinlens.fit.pixelised.regularization import (
         EPSILON,
+        curvature_matrix,
         gradient_matrix,
+        lattice_curvature_eigenvalues,
         lattice_laplacian_eigenvalues,
         lattice_log_det,
     )
 
     n = shape[0] * shape[1]
-    h = gradient_matrix(n, _lattice(shape)[0], np.ones(len(_lattice(shape)[0])))
+    edges, stencils = _lattice(shape)
+    if curvature:
+        h, mu = curvature_matrix(n, stencils), lattice_curvature_eigenvalues(shape)
+    else:
+        h, mu = gradient_matrix(n, edges, np.ones(len(edges))), lattice_laplacian_eigenvalues(shape)
     # the eigenvalues, against a second algorithm on the integer matrix
-    np.testing.assert_allclose(
-        np.sort(lattice_laplacian_eigenvalues(shape)), np.linalg.eigvalsh(h), rtol=0, atol=1e-13
-    )
+    np.testing.assert_allclose(np.sort(mu), np.linalg.eigvalsh(h), rtol=0, atol=1e-12)
     with mpmath.workdps(60):
         exact = mpmath.matrix(n, n)
         for i in range(n):
@@ -286,4 +292,5 @@ def test_lattice_log_det_is_the_exact_determinant(shape, lam):
                     mpmath.mpf(EPSILON) if i == j else 0
                 )
         reference = float(mpmath.log(mpmath.det(exact)))
-    assert lattice_log_det(shape, lam) == pytest.approx(reference, rel=1e-14, abs=1e-13)
+    got = lattice_log_det(shape, lam, curvature=curvature)
+    assert got == pytest.approx(reference, rel=1e-14, abs=1e-13)

@@ -159,10 +159,11 @@ def _structure(pixelization: Pixelization, mesh: MeshMapping, xp: Any) -> Any:
 
 
 def _closed_log_det(pixelization: Pixelization, lam: Any, xp: Any) -> Any:
-    """``ln det R`` in closed form where its eigenvalues are known (constant regularisation on
-    a rectangular mesh: a lattice's graph Laplacian), else None (``R`` is factorised)."""
-    if type(pixelization.regularization) is Constant and isinstance(pixelization.mesh, Rectangular):
-        return lattice_log_det(pixelization.mesh.shape, lam, xp)
+    """``ln det R`` from the eigenvalues of ``H`` where they are known (constant or curvature
+    regularisation on a rectangular mesh), else None (``R`` is factorised)."""
+    kind = type(pixelization.regularization)
+    if kind in (Constant, Curvature) and isinstance(pixelization.mesh, Rectangular):
+        return lattice_log_det(pixelization.mesh.shape, lam, xp, curvature=kind is Curvature)
     return None
 
 

@@ -26,6 +26,7 @@ its coefficient, twinlens takes ``lambda`` itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ __all__ = [
     "Regularization",
     "adaptive_weights",
     "gradient_matrix",
+    "lattice_curvature_eigenvalues",
     "lattice_laplacian_eigenvalues",
     "lattice_log_det",
 ]
@@ -87,13 +89,45 @@ def lattice_laplacian_eigenvalues(shape: tuple[int, int]) -> np.ndarray:
     return (path_y[:, None] + path_x[None, :]).reshape(-1)
 
 
-def lattice_log_det(shape: tuple[int, int], coefficient: Any, xp: Any = np) -> Any:
-    """``ln det(lambda H + EPSILON I)`` for :class:`Constant` on an ``(ny, nx)`` rectangular
-    mesh, from :func:`lattice_laplacian_eigenvalues`: no factorisation, and exact where one
-    loses the near-null direction (``EPSILON`` against ``lambda`` times ``H``'s largest
-    eigenvalue, up to 8: a condition number of ``8e8 lambda``)."""
-    mu = lattice_laplacian_eigenvalues(shape)
+def _line_curvature_eigenvalues(n: int) -> np.ndarray:
+    """The eigenvalues of ``D^T D`` for the ``(n - 2) x n`` second difference ``D`` of a line
+    of ``n`` pixels: its two zeros (constant and linear sources) exactly, and the others from
+    ``D D^T``, which has the same nonzero eigenvalues and no zero to round."""
+    d = np.zeros((n - 2, n))
+    for i in range(n - 2):
+        d[i, i : i + 3] = (1.0, -2.0, 1.0)
+    return np.concatenate([np.zeros(2), np.linalg.eigvalsh(d @ d.T)])
+
+
+def lattice_curvature_eigenvalues(shape: tuple[int, int]) -> np.ndarray:
+    """The eigenvalues of :class:`Curvature`'s ``H`` on an ``(ny, nx)`` lattice, ``(ny nx,)``:
+    ``H`` is the Kronecker sum of the rows' and the columns' ``D^T D``, so its eigenvalues are
+    the sums of theirs."""
+    ny, nx = shape
+    return (
+        _line_curvature_eigenvalues(ny)[:, None] + _line_curvature_eigenvalues(nx)[None, :]
+    ).reshape(-1)
+
+
+def lattice_log_det(
+    shape: tuple[int, int], coefficient: Any, xp: Any = np, curvature: bool = False
+) -> Any:
+    """``ln det(lambda H + EPSILON I)`` for :class:`Constant` (or, with ``curvature``,
+    :class:`Curvature`) on an ``(ny, nx)`` rectangular mesh, from the eigenvalues of ``H``
+    (:func:`lattice_laplacian_eigenvalues`, :func:`lattice_curvature_eigenvalues`): no
+    factorisation, and exact where one loses the near-null directions (``EPSILON`` against
+    ``lambda`` times ``H``'s largest eigenvalue, 8 or 32: a condition number of ``8e8 lambda``
+    or more)."""
+    mu = _eigenvalues(shape, curvature)
     return xp.sum(xp.log(coefficient * mu + EPSILON))
+
+
+@lru_cache(maxsize=32)
+def _eigenvalues(shape: tuple[int, int], curvature: bool) -> np.ndarray:
+    # computed once per mesh shape: the curvature's take an eigensolve per axis
+    if curvature:
+        return lattice_curvature_eigenvalues(shape)
+    return lattice_laplacian_eigenvalues(shape)
 
 
 def curvature_matrix(n_pixels: int, stencils: Any, xp: Any = np) -> Any:
