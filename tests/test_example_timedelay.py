@@ -376,6 +376,10 @@ def test_in_imaging_models_the_observed_images_in_the_imaging(tmp_path):
     assert likelihood.point_images == PointImages(likelihood.data.positions)
     objective = Objective.build(config.model, config.dataset, "numpy", likelihood)
     assert objective.likelihood.imaging.point_images == likelihood.point_images
+    # a checkpoint of the run without the images is not this run's
+    unseen = dataclasses.replace(likelihood, in_imaging=False)
+    before = Objective.build(config.model, config.dataset, "numpy", unseen).fingerprint()
+    assert objective.fingerprint()["point source"] != before["point source"]
     # the imaging term is the fit with the point images: its fluxes are solved (this data has
     # none, the quasar's images taken as subtracted, so they come out near zero)
     start = config.model.instance(config.model.start)

@@ -272,3 +272,26 @@ def test_the_fingerprint_names_each_part_and_is_the_same_in_every_process(lens_f
     assert changed(other_noise) == {"noise map"}
     assert "mask and grid" in changed(other_mask)
     assert changed(other_prior) == {"prior of lenses[0].mass[0].einstein_radius"}
+
+
+def test_point_images_are_part_of_the_fingerprint(lens_folder):
+    # a checkpoint of a fit without the quasar's images must not resume one with them
+    import dataclasses
+
+    from twinlens.batch import ImagingLikelihood
+    from twinlens.fit.point_images import PointImages
+
+    c = load_config(lens_folder / "fit.toml")
+    plain = Objective.build(c.model, c.dataset, "numpy")
+    paths = c.model.paths
+
+    def with_points(points):
+        like = ImagingLikelihood(c.dataset, c.model.tracer, paths, points)
+        return dataclasses.replace(plain, likelihood=like).fingerprint()
+
+    base = plain.fingerprint()
+    seen = with_points(PointImages([(0.3, 0.1), (-0.2, 0.4)]))
+    assert {k for k in seen if seen.get(k) != base.get(k)} == {"point images"}
+    moved = with_points(PointImages([(0.3, 0.1), (-0.2, 0.41)]))
+    linear = with_points(PointImages([(0.3, 0.1), (-0.2, 0.4)], shift="linear"))
+    assert moved["point images"] != seen["point images"] != linear["point images"]

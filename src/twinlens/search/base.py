@@ -234,8 +234,11 @@ class Objective:
         record.update({key: value_digest(value, key).hex() for key, value in parts.items()})
         record["model"] = key_digest(self.model.fixed_key()).hex()
         point_source = getattr(self.likelihood, "point_source_likelihood", None)
-        if point_source is not None:
+        if point_source is not None:  # in_imaging included: it changes the imaging term
             record["point source"] = value_digest(point_source, "point source").hex()
+        point_images = getattr(self.likelihood, "point_images", None)
+        if point_images is not None:  # an imaging likelihood's own point images
+            record["point images"] = value_digest(point_images, "point images").hex()
         record.update({f"prior of {path}": repr(prior) for path, prior in self.model.priors})
         return record
 

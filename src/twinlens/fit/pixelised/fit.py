@@ -43,13 +43,7 @@ from twinlens.fit.pixelised.mapping import (
     sparse_blurred,
 )
 from twinlens.fit.pixelised.meshes import Delaunay, MeshMapping, Rectangular
-from twinlens.fit.pixelised.regularization import (
-    EPSILON,
-    Constant,
-    Curvature,
-    Regularization,
-    lattice_log_det,
-)
+from twinlens.fit.pixelised.regularization import EPSILON, Curvature, Regularization
 from twinlens.fit.tracer import Tracer
 from twinlens.profiles.base import _numbers
 from twinlens.profiles.checks import POSITIVE_RANGE
@@ -159,12 +153,9 @@ def _structure(pixelization: Pixelization, mesh: MeshMapping, xp: Any) -> Any:
 
 
 def _closed_log_det(pixelization: Pixelization, lam: Any, xp: Any) -> Any:
-    """``ln det R`` from the eigenvalues of ``H`` where they are known (constant or curvature
-    regularisation on a rectangular mesh), else None (``R`` is factorised)."""
-    kind = type(pixelization.regularization)
-    if kind in (Constant, Curvature) and isinstance(pixelization.mesh, Rectangular):
-        return lattice_log_det(pixelization.mesh.shape, lam, xp, curvature=kind is Curvature)
-    return None
+    """``ln det R`` from the eigenvalues of ``H`` where the regularisation knows them for the
+    mesh (:meth:`Regularization.log_det`), else None (``R`` is factorised)."""
+    return pixelization.regularization.log_det(pixelization.mesh, lam, xp)
 
 
 def _coefficient_ok(lam: Any) -> Any:

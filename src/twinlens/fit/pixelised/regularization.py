@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.fields import ValueIdentity, static_field
-from twinlens.fit.pixelised.meshes import MeshMapping
+from twinlens.fit.pixelised.meshes import MeshMapping, Rectangular
 from twinlens.profiles.checks import check_positive
 
 __all__ = [
@@ -124,10 +124,11 @@ def lattice_log_det(
 
 @lru_cache(maxsize=32)
 def _eigenvalues(shape: tuple[int, int], curvature: bool) -> np.ndarray:
-    # computed once per mesh shape: the curvature's take an eigensolve per axis
-    if curvature:
-        return lattice_curvature_eigenvalues(shape)
-    return lattice_laplacian_eigenvalues(shape)
+    # computed once per mesh shape (the curvature's take an eigensolve per axis), read-only
+    # since every caller shares the array
+    mu = lattice_curvature_eigenvalues(shape) if curvature else lattice_laplacian_eigenvalues(shape)
+    mu.flags.writeable = False
+    return mu
 
 
 def curvature_matrix(n_pixels: int, stencils: Any, xp: Any = np) -> Any:
@@ -161,6 +162,12 @@ class Regularization(ValueIdentity):
         """``H``, the matrix multiplied by ``lambda`` (``(n_pixels, n_pixels)``)."""
         raise NotImplementedError
 
+    def log_det(self, mesh: Any, coefficient: Any, xp: Any = np) -> Any:
+        """``ln det R`` at ``coefficient`` without factorising ``R``, where ``H``'s eigenvalues
+        are known for the mesh (a :class:`~twinlens.fit.pixelised.meshes.Rectangular` or
+        ``Delaunay`` mesh, not its mapping); None where they are not."""
+        return None
+
     def matrix(self, mesh: MeshMapping, xp: Any = np) -> Any:
         """``R = lambda H + EPSILON I`` for coefficient ``lambda`` (a traced one allowed)."""
         h = self.structure(mesh, xp)
@@ -171,6 +178,13 @@ class Regularization(ValueIdentity):
 class Constant(Regularization):
     """Gradient regularisation with one coefficient: ``s^T H s = sum (s_i - s_j)^2`` over
     neighbour pairs (lattice rows and columns, or Delaunay edges)."""
+
+    def log_det(self, mesh: Any, coefficient: Any, xp: Any = np) -> Any:
+        """On a rectangular mesh, from the lattice Laplacian's eigenvalues
+        (:func:`lattice_log_det`)."""
+        if isinstance(mesh, Rectangular):
+            return lattice_log_det(mesh.shape, coefficient, xp)
+        return None
 
     def structure(self, mesh: MeshMapping, xp: Any = np) -> Any:
         """The graph Laplacian of the mesh's neighbour pairs."""
@@ -185,6 +199,13 @@ class Curvature(Regularization):
 
     The second difference is in pixel index, whatever the spacing: on a mesh with unequal
     column widths (``RectangularAdaptDensity``) it is not the source's second derivative."""
+
+    def log_det(self, mesh: Any, coefficient: Any, xp: Any = np) -> Any:
+        """On a rectangular mesh, from the lines' second-difference spectra
+        (:func:`lattice_log_det`)."""
+        if isinstance(mesh, Rectangular):
+            return lattice_log_det(mesh.shape, coefficient, xp, curvature=True)
+        return None
 
     def structure(self, mesh: MeshMapping, xp: Any = np) -> Any:
         """Sum of the outer products of the second-difference stencils."""
