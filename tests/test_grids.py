@@ -615,3 +615,11 @@ def test_irregular_grid_stores_a_float_array():
 def test_irregular_grid_validation(xy, match):
     with pytest.raises(ValueError, match=match):
         Grid2DIrregular(xy)
+
+
+def test_pixel_coordinates_invert_the_pixel_centres():
+    grid = Grid2D.uniform((5, 7), 0.1, origin=(0.3, -0.2))
+    row, col = grid.pixel_coordinates(grid.x, grid.y)
+    rows, cols = np.indices(grid.shape)
+    np.testing.assert_allclose(row, rows, atol=1e-12)
+    np.testing.assert_allclose(col, cols, atol=1e-12)

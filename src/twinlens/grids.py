@@ -211,6 +211,13 @@ class Grid2D(ValueIdentity):
         """Pixel centres ``(ny, nx, 2)`` as ``(x, y)``: pass a grid wherever positions go."""
         return np.stack([self.x, self.y], axis=-1)
 
+    def pixel_coordinates(self, x: Any, y: Any) -> tuple[Any, Any]:
+        """``(row, column)`` of positions ``x, y`` (arcsec) in continuous pixel units: the
+        inverse of the pixel-centre convention (integers at the centres)."""
+        ny, nx = self.shape
+        s = self.pixel_scale
+        return (y - self.origin[1]) / s + (ny - 1) / 2.0, (x - self.origin[0]) / s + (nx - 1) / 2.0
+
     def _axes(self) -> tuple[np.ndarray, np.ndarray]:
         ny, nx = self.shape
         s = self.pixel_scale

@@ -125,10 +125,7 @@ def point_image(psf: PSF, grid: Grid2D, x: float, y: float, shift: str = "fourie
     """A unit-flux point at ``(x, y)`` arcsec seen through ``psf``: an ``(ny, nx)`` image on
     ``grid``'s pixels, placed between pixel centres by ``shift`` (see the module notes)."""
     ny, nx = grid.shape
-    s = grid.pixel_scale
-    # continuous pixel coordinates (the inverse of Grid2D's pixel-centre convention)
-    col = (x - grid.origin[0]) / s + (nx - 1) / 2.0
-    row = (y - grid.origin[1]) / s + (ny - 1) / 2.0
+    row, col = grid.pixel_coordinates(x, y)
     i0, j0 = int(np.round(row)), int(np.round(col))
     shifted = _shifted_kernel(psf.kernel, row - i0, col - j0, shift)
     ky, kx = shifted.shape
