@@ -143,6 +143,18 @@ def test_bad_point_images_are_refused_clearly(quasar):
         FitImaging(dataset, model, "numpy", [(0.1, 0.2)])
 
 
+def test_a_point_image_the_fit_cannot_see_is_refused_not_given_zero_flux(quasar):
+    dataset, model, _, _ = quasar
+    masked = dataset.with_grid(dataset.grid.circular_mask(0.6))
+    # inside the grid but outside the mask, and beyond the grid: no pixel measures the flux
+    for k, positions in ((1, [(0.3, 0.1), (0.9, 0.9)]), (0, [(5.0, 0.0), (0.3, 0.1)])):
+        with pytest.raises(ValueError, match=rf"positions\[{k}\] = .* widen the mask"):
+            FitImaging(masked, model, "numpy", PointImages(positions))
+    # half an image at the mask's edge is still measured
+    edge = PointImages([(0.6, 0.0)])
+    assert FitImaging(masked, model, "numpy", edge).point_image_fluxes[0] >= 0.0
+
+
 def test_point_images_beside_a_pixelised_source_are_refused():
     from pixelised_cases import lens_tracer, small_dataset
 

@@ -96,7 +96,7 @@ class ImagingLikelihood(ValueIdentity):
             value = get_path(self.model, path)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise ValueError(f"{path!r} is not a scalar parameter (it holds {value!r})")
-        check_point_images(self.point_images, self.model)
+        check_point_images(self.point_images, self.model, self.dataset)
         parts = pixelised_parts(self.model)  # refuses what cannot go with one
         if parts is not None:
             lens_light = free_lens_light(self.free, parts)

@@ -164,7 +164,7 @@ class FitImaging:
         self.dataset = dataset
         self.tracer = tracer
         self.backend = resolve_backend(backend, *_numbers(tracer))
-        self.point_images = check_point_images(point_images, tracer)
+        self.point_images = check_point_images(point_images, tracer, dataset)
         self.pixelised: PixelisedSourceFit | None = None
         if has_pixelization(tracer):
             self.pixelised = PixelisedSourceFit(dataset, tracer, self.backend)

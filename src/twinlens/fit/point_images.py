@@ -50,6 +50,9 @@ SHIFTS = ("fourier", "linear")
 #: called undersampled
 _RINGING = 1e-3
 
+#: the least fraction of a unit-flux image that must fall in the fitted pixels
+_MIN_SEEN = 1e-3
+
 #: zero padding around the kernel before it is shifted (pixels per side), so that the periodic
 #: shift does not wrap the kernel's edge onto the opposite side
 _PAD = 2
@@ -117,6 +120,16 @@ class PointImages(ValueIdentity):
 def _columns(images: PointImages, dataset: Any) -> np.ndarray:
     out = images.images(dataset.grid, dataset.psf).reshape(images.n_images, -1)
     out = np.ascontiguousarray(out[:, dataset.mask_index])
+    # an image none of whose light reaches the fitted pixels has no data to fix its flux: the
+    # solve would return 0 for it, which reads as a measurement
+    seen = out.sum(axis=1)
+    for k in np.flatnonzero(seen < _MIN_SEEN):
+        x, y = images.positions[k]
+        raise ValueError(
+            f"PointImages.positions[{k}] = ({x:g}, {y:g}) arcsec puts {seen[k]:.2g} of the "
+            f"image's light in the dataset's unmasked pixels (at least {_MIN_SEEN:g} is "
+            "needed to measure its flux): move the position inside the mask or widen the mask"
+        )
     out.flags.writeable = False
     return out
 
@@ -157,9 +170,10 @@ def _shifted_kernel(kernel: np.ndarray, dy: float, dx: float, shift: str) -> np.
     return np.fft.ifft2(np.fft.fft2(padded) * ramp).real
 
 
-def check_point_images(point_images: Any, tracer: Any) -> PointImages | None:
-    """``point_images`` if a fit can take it (None passes): a clear error for another type, or
-    beside a pixelised source, whose inversion does not solve for point fluxes."""
+def check_point_images(point_images: Any, tracer: Any, dataset: Any) -> PointImages | None:
+    """``point_images`` if a fit of ``dataset`` can take it (None passes): a clear error for
+    another type, beside a pixelised source (whose inversion does not solve for point fluxes),
+    or for an image none of whose light reaches the fitted pixels."""
     if point_images is None:
         return None
     if not isinstance(point_images, PointImages):
@@ -169,6 +183,8 @@ def check_point_images(point_images: Any, tracer: Any) -> PointImages | None:
             "point_images beside a pixelised source are not supported: the source inversion "
             "does not solve for point fluxes; fit the point images with parametric light"
         )
+    if dataset is not None:
+        point_images.columns(dataset)  # refuses an image the fit cannot see
     return point_images
 
 
