@@ -90,9 +90,7 @@ class JointLikelihood(ValueIdentity):
                 "is no imaging dataset to see the images in"
             )
         # now, not at the first evaluation inside a search
-        check_point_images(
-            self.point_source_likelihood.point_images, self.model, self.dataset
-        )
+        check_point_images(self.point_source_likelihood.point_images, self.model, self.dataset)
         if not self.free:
             raise ValueError("JointLikelihood.free is empty: name at least one free parameter")
         if len(set(self.free)) != len(self.free):
