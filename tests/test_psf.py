@@ -14,9 +14,24 @@ import pytest
 from scipy import ndimage, signal
 
 from twinlens.backend import jax_runtime
-from twinlens.fit.psf import DIRECT_MAX_TAPS, FWHM_PER_SIGMA, PSF, convolve
+from twinlens.fit.psf import (
+    DIRECT_MAX_TAPS,
+    FWHM_PER_SIGMA,
+    PSF,
+    SEPARABLE_MAX_TAPS,
+    convolve,
+    separable_factors,
+)
 
-METHODS = ("direct", "fft")
+METHODS = ("direct", "fft", "separable")
+
+
+def random_kernel(rng, shape, method, low=0.1, high=1.0):
+    """Positive random weights of ``shape``; for ``separable`` an outer product of a random
+    column and row (the kernels that method takes), else a general kernel of full rank."""
+    if method == "separable":
+        return np.outer(rng.uniform(low, high, shape[0]), rng.uniform(low, high, shape[1]))
+    return rng.uniform(low, high, size=shape)
 
 
 def rounding_atol(image, kernel):
@@ -140,14 +155,48 @@ def test_method_must_be_known():
         ((7, 9), "fft"),  # 63
         ((1, 51), "fft"),
         ((9, 9), "fft"),
-        ((1, 1), "direct"),
+        ((1, 1), "separable"),  # any single row or column is an outer product (2 taps)
     ],
 )
 def test_auto_switches_at_direct_max_taps(shape, expected):
     assert DIRECT_MAX_TAPS == 49  # the cases above are written for this threshold
-    assert PSF(np.ones(shape)).resolved_method == expected
+    general = np.random.default_rng(1).uniform(0.1, 1.0, size=shape)  # not an outer product
+    assert PSF(general).resolved_method == expected
     for m in METHODS:
         assert PSF(np.ones(shape), method=m).resolved_method == m
+
+
+@pytest.mark.parametrize(
+    ("shape", "expected"),
+    [
+        ((21, 21), "separable"),  # 42 taps in the two passes
+        ((1, 47), "separable"),  # exactly SEPARABLE_MAX_TAPS = 48
+        ((25, 25), "fft"),  # 50
+        ((3, 3), "separable"),
+    ],
+)
+def test_auto_prefers_the_separable_form_for_outer_products(shape, expected):
+    assert SEPARABLE_MAX_TAPS == 48  # the cases above are written for this threshold
+    rng = np.random.default_rng(2)
+    assert PSF(random_kernel(rng, shape, "separable")).resolved_method == expected
+    # a round Gaussian is an outer product to rounding
+    assert PSF.gaussian(0.1, 0.05, 21).resolved_method == "separable"
+
+
+def test_separable_factors_rebuild_the_kernel_and_other_kernels_are_refused():
+    rng = np.random.default_rng(4)
+    psf = PSF(random_kernel(rng, (7, 5), "separable"))
+    column, row = separable_factors(psf)
+    np.testing.assert_allclose(np.outer(column, row), psf.kernel, rtol=1e-14, atol=0)
+    assert column.sum() > 0 and row.sum() > 0
+    general = random_kernel(rng, (7, 5), "fft")
+    assert separable_factors(PSF(general)) is None
+    with pytest.raises(ValueError, match=r"'separable' needs a kernel that is an outer product"):
+        PSF(general, method="separable")
+    # an elliptical, rotated Gaussian is not separable: auto leaves it to the FFT
+    y, x = np.mgrid[-10:11, -10:11]
+    u, v = 0.8 * x + 0.6 * y, -0.6 * x + 0.8 * y
+    assert PSF(np.exp(-(u**2 / 8.0 + v**2 / 3.0))).resolved_method == "fft"
 
 
 def test_gaussian_is_the_closed_form_sampled_gaussian():
@@ -216,7 +265,7 @@ def test_psf_has_no_jax_leaves():
 @pytest.mark.parametrize("kshape", [(3, 3), (5, 3), (1, 7), (9, 9)])
 def test_a_centred_delta_reproduces_the_kernel(method, kshape):
     rng = np.random.default_rng(sum(kshape))
-    psf = PSF(rng.uniform(0.1, 1.0, size=kshape), method=method)
+    psf = PSF(random_kernel(rng, kshape, method), method=method)
     ny, nx = 15, 17
     image = np.zeros((ny, nx))
     image[7, 8] = 1.0
@@ -233,17 +282,21 @@ def test_orientation_is_convolution_not_correlation(method):
     # lands at (i0 + a - cy, j0 + b - cx) under convolution, at (i0 - a + cy, j0 - b + cx)
     # under correlation. Asymmetric weights tell every offset apart.
     k = np.zeros((5, 5))
-    k[2, 2] = 0.5
-    k[4, 3] = 0.3  # two rows down, one column right of the centre
-    k[1, 2] = 0.2  # one row up
+    expected = np.zeros((11, 12))
+    if method == "separable":  # an outer product: rows 1 and 4 of the kernel, columns 2 and 3
+        k[np.ix_([1, 4], [2, 3])] = np.outer([0.4, 0.6], [0.5, 0.5])
+        expected[np.ix_([4, 7], [6, 7])] = 2.0 * np.outer([0.4, 0.6], [0.5, 0.5])
+    else:
+        k[2, 2] = 0.5
+        k[4, 3] = 0.3  # two rows down, one column right of the centre
+        k[1, 2] = 0.2  # one row up
+        expected[5, 6] = 2.0 * 0.5
+        expected[7, 7] = 2.0 * 0.3
+        expected[4, 6] = 2.0 * 0.2
     psf = PSF(k, method=method)
     image = np.zeros((11, 12))
     image[5, 6] = 2.0
     out = psf.convolve(image)
-    expected = np.zeros((11, 12))
-    expected[5, 6] = 2.0 * 0.5
-    expected[7, 7] = 2.0 * 0.3
-    expected[4, 6] = 2.0 * 0.2
     np.testing.assert_allclose(out, expected, rtol=0, atol=1e-15)  # exact weights + rounding
     # the same statement, by scipy's convolution
     np.testing.assert_allclose(
@@ -288,19 +341,25 @@ def test_direct_and_fft_match_scipy(ishape, kshape):
     ref_nd = ndimage.convolve(image, kernel, mode="constant", cval=0.0)
     atol = rounding_atol(image, kernel)
     np.testing.assert_allclose(ref_nd, ref, rtol=0, atol=atol)  # the two references agree
-    for method in (*METHODS, "auto"):
+    for method in ("direct", "fft", "auto"):
         out = PSF(raw, method=method).convolve(image)
         assert out.shape == ishape
         np.testing.assert_allclose(out, ref, rtol=0, atol=atol)
     # the module-level function is the method
     np.testing.assert_array_equal(convolve(image, psf_auto), psf_auto.convolve(image))
+    # an outer product, by every method
+    outer = random_kernel(rng, kshape, "separable", 0.05)
+    ref = signal.convolve2d(image, outer / outer.sum(), mode="same")
+    for method in (*METHODS, "auto"):
+        out = PSF(outer, method=method).convolve(image)
+        np.testing.assert_allclose(out, ref, rtol=0, atol=atol)
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_matches_the_literal_documented_sum(method):
     rng = np.random.default_rng(3)
     image = rng.normal(size=(5, 7))
-    kernel = rng.uniform(0.1, 1.0, size=(3, 5))
+    kernel = random_kernel(rng, (3, 5), method)
     psf = PSF(kernel, method=method)
     ref = literal_convolution(image, psf.kernel)
     np.testing.assert_allclose(psf.convolve(image), ref, rtol=0, atol=rounding_atol(image, kernel))
@@ -310,8 +369,13 @@ def test_matches_the_literal_documented_sum(method):
 def test_signed_kernels_and_images(method):
     # negative lobes in the kernel (positive sum) exercise the weights beyond a blur
     rng = np.random.default_rng(11)
-    raw = rng.normal(size=(5, 7))
-    raw[2, 3] = abs(raw).sum()  # dominant centre, positive total
+    if method == "separable":  # dominant centres: a positive total
+        column, row = rng.normal(size=5), rng.normal(size=7)
+        column[2], row[3] = abs(column).sum(), abs(row).sum()
+        raw = np.outer(column, row)
+    else:
+        raw = rng.normal(size=(5, 7))
+        raw[2, 3] = abs(raw).sum()  # dominant centre, positive total
     image = rng.normal(size=(10, 9))
     psf = PSF(raw, method=method)
     ref = signal.convolve2d(image, psf.kernel, mode="same")
@@ -324,7 +388,7 @@ def test_signed_kernels_and_images(method):
 def test_leading_batch_axes(method):
     rng = np.random.default_rng(5)
     images = rng.normal(size=(2, 3, 8, 9))
-    psf = PSF(rng.uniform(0.1, 1.0, size=(5, 3)), method=method)
+    psf = PSF(random_kernel(rng, (5, 3), method), method=method)
     out = psf.convolve(images)
     assert out.shape == images.shape
     for a in range(2):
@@ -340,7 +404,7 @@ def test_flux_is_conserved_away_from_the_edges(method):
     rng = np.random.default_rng(9)
     image = np.zeros((30, 32))
     image[10:20, 12:21] = rng.uniform(0.0, 5.0, size=(10, 9))  # >= 5 pixels from every edge
-    psf = PSF(rng.uniform(0.1, 1.0, size=(9, 7)), method=method)  # reaches 4 and 3 pixels
+    psf = PSF(random_kernel(rng, (9, 7), method), method=method)  # reaches 4 and 3 pixels
     out = psf.convolve(image)
     # a unit-sum kernel moves flux without loss when none leaves the image: sum(out) =
     # sum(kernel) * sum(image). 90 pixels of O(1): relative rounding well under 1e-13
@@ -365,11 +429,14 @@ def jnp():
 
 
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize(("ishape", "kshape"), [((2, 7, 8), (3, 5)), ((4, 3), (7, 9))])
+@pytest.mark.parametrize(
+    ("ishape", "kshape"),
+    [((2, 7, 8), (3, 5)), ((4, 3), (7, 9)), ((170, 12), (5, 3))],  # 170: JAX separable by FFT
+)
 def test_jax_matches_numpy(jnp, method, ishape, kshape):
     rng = np.random.default_rng(13)
     image = rng.normal(size=ishape)
-    psf = PSF(rng.uniform(0.1, 1.0, size=kshape), method=method)
+    psf = PSF(random_kernel(rng, kshape, method), method=method)
     out = psf.convolve(jnp.asarray(image), xp=jnp)
     assert out.shape == ishape
     assert out.dtype == jnp.float64
@@ -389,7 +456,7 @@ def test_jax_convolution_under_jit_with_the_psf_as_an_argument(jnp):
     jax = jax_runtime.load()
     rng = np.random.default_rng(17)
     image = rng.normal(size=(6, 7))
-    psf = PSF.gaussian(0.25, 0.1, 9)  # 81 taps: fft under auto
+    psf = PSF.gaussian(0.25, 0.1, 9, method="fft")
 
     @jax.jit
     def run(p, im):

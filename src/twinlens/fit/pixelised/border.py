@@ -23,7 +23,10 @@ from scipy import ndimage
 
 __all__ = ["border_mask", "border_sub_indices", "relocate"]
 
-_CHUNK = 2048  # points per block of the brute-force nearest-border search (bounds the memory)
+#: points per block of the brute-force nearest-border search under JAX: a block's distances
+#: (``_CHUNK x n_border``) stay in the cache; W7 (160,000 points, 1,560 border points, 2 cores):
+#: 241 ms at 256, 511 ms at 2,048
+_CHUNK = 256
 
 
 def border_mask(used: np.ndarray) -> np.ndarray:
@@ -129,8 +132,15 @@ def _nearest(points: Any, border: Any, xp: Any) -> Any:
     pad = (-n) % _CHUNK
     blocks = xp.pad(pts, ((0, pad), (0, 0))).reshape(-1, _CHUNK, 2)
 
+    n_border = border.shape[0]
+    index = xp.arange(n_border)
+
+    # argmin's lowest index among equal distances, from two plain minimum reductions, which
+    # vectorise (XLA's argmin, a reduction over (value, index) pairs, ran 4-5x slower)
     def one(block: Any) -> Any:
-        d2 = xp.sum((block[:, None, :] - brd[None, :, :]) ** 2, axis=-1)
-        return xp.argmin(d2, axis=1)
+        d2 = (block[:, 0:1] - brd[None, :, 0]) ** 2 + (block[:, 1:2] - brd[None, :, 1]) ** 2
+        closest = xp.min(d2, axis=1, keepdims=True)
+        first = xp.min(xp.where(d2 == closest, index[None, :], n_border), axis=1)
+        return xp.minimum(first, n_border - 1)  # a NaN point matches nothing
 
     return lax.map(one, blocks).reshape(-1)[:n]

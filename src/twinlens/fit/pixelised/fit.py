@@ -33,7 +33,13 @@ from twinlens.fit.imaging import Imaging
 from twinlens.fit.nnls import counting, note_unconverged
 from twinlens.fit.pixelised import loops, triangulation
 from twinlens.fit.pixelised.border import relocate
-from twinlens.fit.pixelised.inversion import InversionTerms, one_blas_thread, solve, solve_normal
+from twinlens.fit.pixelised.inversion import (
+    InversionTerms,
+    gram,
+    one_blas_thread,
+    solve,
+    solve_normal,
+)
 from twinlens.fit.pixelised.mapping import (
     MaskedLayout,
     blurred_columns,
@@ -320,7 +326,7 @@ def _evaluate_jax(
     reg = lam_safe * _structure(pixelization, mesh, jnp) + EPSILON * jnp.eye(n_source)
     positive = "jax" if pixelization.positive else None
     terms = solve_normal(
-        columns @ columns.T,
+        gram(columns, jnp),
         columns @ dw,
         dw,
         noise,

@@ -89,6 +89,11 @@ class InversionTerms:
     intensities: Any = ()
 
 
+#: the blocks :func:`gram` splits the rows into, and the fewest rows per block worth splitting
+GRAM_BLOCKS = 8
+GRAM_MIN_BLOCK = 128
+
+
 @cache
 def _blas_controller() -> Any:
     try:
@@ -273,6 +278,23 @@ def solve_normal(
         terms.noise_normalization,
         xp.where(ok & xp.isfinite(terms.log_evidence), terms.log_evidence, -xp.inf),
         terms.intensities,
+    )
+
+
+def gram(rows: Any, xp: Any, blocks: int = GRAM_BLOCKS) -> Any:
+    """``rows @ rows.T`` from the blocks on and above the diagonal only, each below it the
+    transpose of its mirror: ``(blocks + 1) / (2 blocks)`` of the products (a BLAS product does
+    not know its result is symmetric). Used for ``F`` under JAX, where it is the largest cost
+    of a rectangular source (W7's 1,600 x 7,860 columns, 2 cores: 408 ms as one product, 308
+    ms in 4 blocks, 281 ms in 8)."""
+    n = rows.shape[0]
+    if blocks < 2 or n < 2 * GRAM_MIN_BLOCK:
+        return rows @ rows.T
+    edges = [round(i * n / blocks) for i in range(blocks + 1)]
+    parts = [rows[a:b] for a, b in zip(edges[:-1], edges[1:])]
+    upper = {(i, j): parts[i] @ parts[j].T for i in range(blocks) for j in range(i, blocks)}
+    return xp.block(
+        [[upper[i, j] if i <= j else upper[j, i].T for j in range(blocks)] for i in range(blocks)]
     )
 
 
