@@ -42,6 +42,7 @@ non-finite diagonal) gives ``-inf``, with the reason logged on the host backends
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from collections.abc import Callable
@@ -291,7 +292,7 @@ def gram(rows: Any, xp: Any, blocks: int = GRAM_BLOCKS) -> Any:
     if blocks < 2 or n < 2 * GRAM_MIN_BLOCK:
         return rows @ rows.T
     edges = [round(i * n / blocks) for i in range(blocks + 1)]
-    parts = [rows[a:b] for a, b in zip(edges[:-1], edges[1:])]
+    parts = [rows[a:b] for a, b in itertools.pairwise(edges)]
     upper = {(i, j): parts[i] @ parts[j].T for i in range(blocks) for j in range(i, blocks)}
     return xp.block(
         [[upper[i, j] if i <= j else upper[j, i].T for j in range(blocks)] for i in range(blocks)]
