@@ -256,6 +256,40 @@ def test_border_and_relocation():
     assert 0 < moved.sum() < len(points)
 
 
+def test_relocation_breaks_a_tie_for_the_nearest_border_point_alike_on_every_backend():
+    from twinlens.backend import jax_runtime
+    from twinlens.fit.pixelised import loops
+
+    # (1.5, 1.5) is sqrt(2.5) from border points 0 and 1 (exactly, in binary): the first wins,
+    # as numpy's argmin in the loop; their radii (2 and 1) move the point to different places
+    border = np.array([[2.0, 0.0], [0.0, 1.0], [-2.0, 0.0], [0.0, -1.0]])
+    points = np.array([[1.5, 1.5], [0.5, 0.2]])
+    ref = _relocate_loop(points, border)
+    np.testing.assert_allclose(np.hypot(*ref[0]), 2.0, rtol=1e-15)
+    np.testing.assert_array_equal(relocate(points, border), ref)
+    jnp = jax_runtime.load().numpy
+    np.testing.assert_array_equal(relocate(jnp.asarray(points), jnp.asarray(border), jnp), ref)
+    ox, oy = np.empty(2), np.empty(2)
+    columns = (points[:, 0].copy(), points[:, 1].copy(), border[:, 0].copy(), border[:, 1].copy())
+    loops.compiled().relocate_loop(*columns, ox, oy)
+    np.testing.assert_array_equal(np.column_stack([ox, oy]), ref)
+
+
+@pytest.mark.parametrize("n", [5, 255, 1001])
+def test_gram_from_its_upper_blocks_is_the_full_product(n):
+    from twinlens.backend import jax_runtime
+    from twinlens.fit.pixelised.inversion import GRAM_MIN_BLOCK, gram
+
+    jnp = jax_runtime.load().numpy
+    rows = np.random.default_rng(n).normal(size=(n, 37))
+    ref = np.einsum("ik,jk->ij", rows, rows)  # a second route to the same sums
+    for blocks in (1, 3, 8):
+        got = np.asarray(gram(jnp.asarray(rows), jnp, blocks))
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+        if blocks > 1 and n >= 2 * GRAM_MIN_BLOCK:  # split: symmetric by construction
+            np.testing.assert_array_equal(got, got.T)
+
+
 @pytest.mark.parametrize("curvature", [False, True], ids=["constant", "curvature"])
 @pytest.mark.parametrize("shape", [(3, 4), (4, 5)])
 @pytest.mark.parametrize("lam", [1e-3, 0.7, 1e4])
