@@ -254,6 +254,23 @@ def test_border_and_relocation():
     )
     moved = np.any(ref != points, axis=1)
     assert 0 < moved.sum() < len(points)
+    # under vmap (its batching rule loops over the members) and grad, member by member
+    jax = jax_runtime.load()
+    shifted = border * 1.1
+    batched = jax.vmap(lambda p, b: relocate(p, b, jnp))(
+        jnp.stack([points, points]), jnp.stack([border, shifted])
+    )
+    np.testing.assert_allclose(batched[0], ref, atol=1e-14)
+    np.testing.assert_allclose(batched[1], _relocate_loop(points, shifted), atol=1e-14)
+    one = jax.vmap(lambda b: relocate(jnp.asarray(points), b, jnp))(jnp.stack([border]))
+    np.testing.assert_allclose(one[0], ref, atol=1e-14)
+
+    def total(scale):
+        return jnp.sum(jax.vmap(lambda s: relocate(jnp.asarray(points), border * s, jnp))(scale))
+
+    # moved points sit on the scaled border radius: d/ds of the sum is finite and nonzero
+    grad = jax.grad(total)(jnp.asarray([1.0, 1.1]))
+    assert np.all(np.isfinite(grad)) and np.all(grad != 0)
 
 
 def test_relocation_breaks_a_tie_for_the_nearest_border_point_alike_on_every_backend():
