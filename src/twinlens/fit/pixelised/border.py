@@ -120,7 +120,6 @@ def relocate(points: Any, border: Any, xp: Any = np) -> Any:
 def _nearest(points: Any, border: Any, xp: Any) -> Any:
     """Index of the nearest border point to each point: a k-d tree on numpy, brute force in
     blocks under JAX."""
-    n = points.shape[0]
     if xp is np:
         from scipy.spatial import cKDTree
 
