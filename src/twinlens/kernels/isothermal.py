@@ -100,7 +100,7 @@ def deflections_spherical(x, y, centre_x, centre_y, einstein_radius, core_radius
     return g * dx, g * dy
 
 
-@pointwise
+@pointwise(inline=False)
 def hessian_spherical(x, y, centre_x, centre_y, einstein_radius, core_radius):
     """Hessian ``(psi_xx, psi_xy, psi_yy)`` of the round profile."""
     dx = x - centre_x
@@ -116,7 +116,7 @@ def _log_core_term(big_s, core_radius, tiny_core):
     return where(tiny_core, 0.0, core_radius * log((safe + big_s) / (2.0 * safe)))
 
 
-@pointwise
+@pointwise(inline=False)
 def potential_spherical(x, y, centre_x, centre_y, einstein_radius, core_radius):
     """Potential of the round profile, arcsec^2, zero at the centre."""
     dx = x - centre_x
@@ -139,7 +139,7 @@ def _deflections_frame(xp, yp, q, eps, amp, core_k):
     return amp * u * arctan_ratio(eps * u), amp * v * arctanh_ratio(eps * v)
 
 
-@pointwise
+@pointwise(inline=False)
 def deflections_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius):
     """Deflections for axis ratio ``q`` in (0, 1] and angle ``phi`` (radians), arcsec."""
     eps, amp, core_k = _shape(q, einstein_radius, core_radius)
@@ -161,7 +161,7 @@ def _hessian_frame(xp, yp, q, eps, amp, core_k):
     )
 
 
-@pointwise
+@pointwise(inline=False)
 def hessian_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius):
     """Hessian ``(psi_xx, psi_xy, psi_yy)`` for ``q`` in (0, 1]."""
     eps, amp, core_k = _shape(q, einstein_radius, core_radius)
@@ -183,7 +183,7 @@ def _potential_frame(xp, yp, q, eps, amp, core_k):
     return xp * ax + yp * ay - amp * log_term
 
 
-@pointwise
+@pointwise(inline=False)
 def potential_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius):
     """Potential for ``q`` in (0, 1], arcsec^2, zero at the centre."""
     eps, amp, core_k = _shape(q, einstein_radius, core_radius)
@@ -193,9 +193,14 @@ def potential_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core
 
 # ------------------------------------------------------------------------------------------
 # traced (e1, e2)
+#
+# The forms these call (marked inline=False) are called, not inlined, by numba: inlined, each
+# traced kernel typed the whole elliptical form again, and numba compiled the three in 37 s
+# instead of 19 s. Only the registry and `twinlens validate` run the traced forms on numba
+# (concrete parameters take the elliptical kernels, whose own loops still inline everything).
 
 
-@pointwise
+@pointwise(inline=False)
 def _first_order(dx, dy, e1, e2, einstein_radius, core_radius):
     # alpha ~ theta I0 - 2 E theta I1 - 2 theta (theta^T E theta) I2: the homoeoid integral
     # alpha = int_0^1 kappa(u theta^T P^-1 theta) P^-1 theta / sqrt(det P) du expanded to first
