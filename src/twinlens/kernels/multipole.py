@@ -332,6 +332,18 @@ def is_near_round(q):
     return q > 1.0 - Q_SWITCH
 
 
+@pointwise
+def _any_p(c, s, q, m, cm, sm):
+    # traced q: both forms, each with a harmless stand-in q where not selected
+    near = is_near_round(q)
+    p1, dp1 = _near_round_p(c, s, where(near, q, 1.0), m, cm, sm)
+    p2, dp2 = _closed_p(c, s, where(near, 0.5, q), m, cm, sm)
+    return where(near, p1, p2), where(near, dp1, dp2)
+
+
+_P_BY_FORM = {"closed": _closed_p, "near_round": _near_round_p, "any": _any_p}
+
+
 # ------------------------------------------------------------------------------------------
 # elliptical multipole kernels, one set per order m (static)
 
@@ -368,30 +380,28 @@ def _make_elliptical(m):
         xy = sr * cr * (hxx - hyy) + (cr * cr - sr * sr) * hxy
         return xx, xy, yy
 
-    def fields(x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius, form):
-        r, c, s, inside = _frame(x, y, centre_x, centre_y, phi_ref)
-        cm = cos(m * phi_m)
-        sm = sin(m * phi_m)
-        res = _resonance(q, m)
-        if form == "closed":
-            p, dp = _closed_p(c, s, q, m, cm, sm)
-        elif form == "near_round":
-            p, dp = _near_round_p(c, s, q, m, cm, sm)
-        else:  # traced q: both forms, each with a harmless stand-in q where not selected
-            near = is_near_round(q)
-            p1, dp1 = _near_round_p(c, s, where(near, q, 1.0), m, cm, sm)
-            p2, dp2 = _closed_p(c, s, where(near, 0.5, q), m, cm, sm)
-            p = where(near, p1, p2)
-            dp = where(near, dp1, dp2)
-        return r, c, s, inside, p, dp, res * cm, res * sm
+    def make_fields(form):
+        # one function per form, chosen here: a form passed as a string would make numba
+        # compile string comparison (and its error paths) into every kernel
+        p_of = _P_BY_FORM[form]
 
-    fields.__name__ = fields.__qualname__ = f"_elliptical_m{m}_fields"
-    fields = pointwise(fields)
+        def fields(x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius):
+            r, c, s, inside = _frame(x, y, centre_x, centre_y, phi_ref)
+            cm = cos(m * phi_m)
+            sm = sin(m * phi_m)
+            res = _resonance(q, m)
+            p, dp = p_of(c, s, q, m, cm, sm)
+            return r, c, s, inside, p, dp, res * cm, res * sm
+
+        fields.__name__ = fields.__qualname__ = f"_elliptical_m{m}_fields_{form}"
+        return pointwise(fields)
 
     def make_deflections(form):
+        fields = make_fields(form)
+
         def deflections(x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius):
             r, c, s, inside, p, dp, c1, s1 = fields(
-                x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius, form
+                x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius
             )
             return _assemble_deflection(
                 r, c, s, inside, p, dp, c1, s1, einstein_radius, amplitude, phi_ref
@@ -400,9 +410,11 @@ def _make_elliptical(m):
         return deflections
 
     def make_potential(form):
+        fields = make_fields(form)
+
         def potential(x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius):
             r, c, s, inside, p, _, c1, s1 = fields(
-                x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius, form
+                x, y, centre_x, centre_y, phi_ref, q, amplitude, phi_m, einstein_radius
             )
             return _assemble_potential(r, c, s, inside, p, c1, s1, einstein_radius, amplitude)
 
