@@ -57,7 +57,7 @@ from twinlens.kernels.ops import (
     sqrt,
     where,
 )
-from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.registry import Kernel, numba_by_form, register
 from twinlens.kernels.tolerance import Tolerance
 
 # |e| below which the near-round quadrature replaces Shajib's formula (1 - q < 0.04): there the
@@ -371,7 +371,7 @@ def _blend_by_form(near_round_fn, elliptical_fn, name):
     branch about 1.6x slower than the same work in the main program (measured on W1). Under
     ``vmap`` over parameters JAX turns the ``cond`` into a select of both branches, as before. numpy
     (the reference) and numba blend with ``where``; numba's kernels never reach this op, since
-    with concrete parameters :func:`numba_by_form` picks the form first.
+    with concrete parameters :func:`by_ellipticity` picks the form first.
     """
 
     def blend(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
@@ -518,24 +518,18 @@ def _hessian_scale(*params):
     return params[-1]  # kappa0
 
 
-def numba_by_form(near_round: Kernel, elliptical: Kernel):
-    """The numba implementation of a blended kernel (``deflections``, ``hessian``), from its
-    two exact forms.
+def by_ellipticity(near_round: Kernel, elliptical: Kernel):
+    """The numba implementation of a blended kernel (``deflections``, ``hessian``) from its two
+    exact forms, chosen by the concrete ellipticity
+    (:func:`~twinlens.kernels.registry.numba_by_form`)."""
 
-    The blended point function exists for traced ellipticities, which only JAX has; on numba
-    every parameter is concrete, so the exact form is chosen here, statically, and its kernel
-    runs. Same math, and a far smaller program to compile than both forms fused by ``where``.
-    """
-
-    def run(x, y, centre_x, centre_y, e1, e2, *rest):
+    def choose(e1, e2):
         if is_near_round(e1, e2):
-            out = near_round(x, y, centre_x, centre_y, e1, e2, *rest, backend="numba")
-        else:
-            q, phi = axis_ratio_from_ellipticity(e1, e2)
-            out = elliptical(x, y, centre_x, centre_y, float(q), float(phi), *rest, backend="numba")
-        return out if isinstance(out, tuple) else (out,)
+            return near_round, (e1, e2)
+        q, phi = axis_ratio_from_ellipticity(e1, e2)
+        return elliptical, (float(q), float(phi))
 
-    return run
+    return numba_by_form(choose, 2)
 
 
 def _register(name, point, params, outputs, tol=_TOL, scale=_deflection_scale, impls=None):
@@ -586,7 +580,7 @@ DEFLECTIONS = _register(
     deflections,
     (*_C, *_EA, *_S),
     _A,
-    impls={"numba": numba_by_form(DEFLECTIONS_NEAR_ROUND, DEFLECTIONS_ELLIPTICAL)},
+    impls={"numba": by_ellipticity(DEFLECTIONS_NEAR_ROUND, DEFLECTIONS_ELLIPTICAL)},
 )
 HESSIAN = _register(
     "hessian",
@@ -595,7 +589,7 @@ HESSIAN = _register(
     _H,
     _TOL_HESSIAN,
     _hessian_scale,
-    impls={"numba": numba_by_form(HESSIAN_NEAR_ROUND, HESSIAN_ELLIPTICAL)},
+    impls={"numba": by_ellipticity(HESSIAN_NEAR_ROUND, HESSIAN_ELLIPTICAL)},
 )
 POTENTIAL = _register(
     "potential", potential, (*_C, *_EA, *_S), ("psi",), scale=lambda *p: p[-1] * p[-2] ** 2

@@ -48,7 +48,7 @@ from twinlens.kernels.geometry import (
 )
 from twinlens.kernels.inverse_trig import arctan_ratio, arctanh_ratio
 from twinlens.kernels.ops import log, maximum, pi, pointwise, sqrt, where
-from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.registry import Kernel, numba_by_form, register
 from twinlens.kernels.tolerance import Tolerance
 
 #: |e| below which a traced ellipticity uses the first-order expansion (see the module notes)
@@ -100,7 +100,7 @@ def deflections_spherical(x, y, centre_x, centre_y, einstein_radius, core_radius
     return g * dx, g * dy
 
 
-@pointwise(inline=False)
+@pointwise
 def hessian_spherical(x, y, centre_x, centre_y, einstein_radius, core_radius):
     """Hessian ``(psi_xx, psi_xy, psi_yy)`` of the round profile."""
     dx = x - centre_x
@@ -116,7 +116,7 @@ def _log_core_term(big_s, core_radius, tiny_core):
     return where(tiny_core, 0.0, core_radius * log((safe + big_s) / (2.0 * safe)))
 
 
-@pointwise(inline=False)
+@pointwise
 def potential_spherical(x, y, centre_x, centre_y, einstein_radius, core_radius):
     """Potential of the round profile, arcsec^2, zero at the centre."""
     dx = x - centre_x
@@ -139,7 +139,7 @@ def _deflections_frame(xp, yp, q, eps, amp, core_k):
     return amp * u * arctan_ratio(eps * u), amp * v * arctanh_ratio(eps * v)
 
 
-@pointwise(inline=False)
+@pointwise
 def deflections_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius):
     """Deflections for axis ratio ``q`` in (0, 1] and angle ``phi`` (radians), arcsec."""
     eps, amp, core_k = _shape(q, einstein_radius, core_radius)
@@ -161,7 +161,7 @@ def _hessian_frame(xp, yp, q, eps, amp, core_k):
     )
 
 
-@pointwise(inline=False)
+@pointwise
 def hessian_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius):
     """Hessian ``(psi_xx, psi_xy, psi_yy)`` for ``q`` in (0, 1]."""
     eps, amp, core_k = _shape(q, einstein_radius, core_radius)
@@ -183,7 +183,7 @@ def _potential_frame(xp, yp, q, eps, amp, core_k):
     return xp * ax + yp * ay - amp * log_term
 
 
-@pointwise(inline=False)
+@pointwise
 def potential_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius):
     """Potential for ``q`` in (0, 1], arcsec^2, zero at the centre."""
     eps, amp, core_k = _shape(q, einstein_radius, core_radius)
@@ -193,14 +193,9 @@ def potential_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core
 
 # ------------------------------------------------------------------------------------------
 # traced (e1, e2)
-#
-# The forms these call (marked inline=False) are called, not inlined, by numba: inlined, each
-# traced kernel typed the whole elliptical form again, and numba compiled the three in 37 s
-# instead of 19 s. Only the registry and `twinlens validate` run the traced forms on numba
-# (concrete parameters take the elliptical kernels, whose own loops still inline everything).
 
 
-@pointwise(inline=False)
+@pointwise
 def _first_order(dx, dy, e1, e2, einstein_radius, core_radius):
     # alpha ~ theta I0 - 2 E theta I1 - 2 theta (theta^T E theta) I2: the homoeoid integral
     # alpha = int_0^1 kappa(u theta^T P^-1 theta) P^-1 theta / sqrt(det P) du expanded to first
@@ -283,7 +278,7 @@ _TOL_H = Tolerance(rtol=1e-12, atol=1e-13, norm=True, why="1 / r growth and canc
 _TOL_P = Tolerance(rtol=1e-11, atol=1e-13, why="the core term cancels x alpha_x + y alpha_y")
 
 
-def _register(name, point, shape, outputs, tol=_TOL):
+def _register(name, point, shape, outputs, tol=_TOL, impls=None):
     return register(
         Kernel(
             name=f"isothermal.{name}",
@@ -301,8 +296,21 @@ def _register(name, point, shape, outputs, tol=_TOL):
             ties=_TIES,
             doc=point.__doc__ or "",
             atol_scale=lambda *p: p[-2],
+            impls=impls or {},
         )
     )
+
+
+def _by_ellipticity(spherical: Kernel, elliptical: Kernel):
+    # numba's form of a traced kernel: the round or the elliptical kernel, chosen once per call
+    # (the blend by `where` is for tracers; compiled as such, numba took 37 s for the three)
+    def choose(e1, e2):
+        if e1 == 0.0 and e2 == 0.0:
+            return spherical, ()
+        q, phi = axis_ratio_from_ellipticity(e1, e2)
+        return elliptical, (float(q), float(phi))
+
+    return numba_by_form(choose, 2)
 
 
 _EA = (Arg("e1", _E), Arg("e2", _E))
@@ -318,9 +326,29 @@ HESSIAN_ELLIPTICAL = _register("hessian_elliptical", hessian_elliptical, _QP, _H
 POTENTIAL_ELLIPTICAL = _register(
     "potential_elliptical", potential_elliptical, _QP, ("psi",), _TOL_P
 )
-DEFLECTIONS = _register("deflections", deflections, _EA, _A)
-HESSIAN = _register("hessian", hessian, _EA, _H, _TOL_H)
-POTENTIAL = _register("potential", potential, _EA, ("psi",), _TOL_P)
+DEFLECTIONS = _register(
+    "deflections",
+    deflections,
+    _EA,
+    _A,
+    impls={"numba": _by_ellipticity(DEFLECTIONS_SPHERICAL, DEFLECTIONS_ELLIPTICAL)},
+)
+HESSIAN = _register(
+    "hessian",
+    hessian,
+    _EA,
+    _H,
+    _TOL_H,
+    impls={"numba": _by_ellipticity(HESSIAN_SPHERICAL, HESSIAN_ELLIPTICAL)},
+)
+POTENTIAL = _register(
+    "potential",
+    potential,
+    _EA,
+    ("psi",),
+    _TOL_P,
+    impls={"numba": _by_ellipticity(POTENTIAL_SPHERICAL, POTENTIAL_ELLIPTICAL)},
+)
 
 #: The kernel for each ``(quantity, form)``. Forms: ``spherical`` (ellipticity exactly 0; no
 #: shape parameters), ``elliptical`` (a known ``(q, phi)``) and ``traced`` (``(e1, e2)``, smooth

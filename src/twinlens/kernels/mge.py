@@ -61,7 +61,7 @@ DEFLECTIONS = _register(
     g.deflections,
     (*_C, *_EA),
     _A,
-    impls={"numba": g.numba_by_form(DEFLECTIONS_NEAR_ROUND, DEFLECTIONS_ELLIPTICAL)},
+    impls={"numba": g.by_ellipticity(DEFLECTIONS_NEAR_ROUND, DEFLECTIONS_ELLIPTICAL)},
 )
 HESSIAN_ELLIPTICAL = _register(
     "hessian_elliptical", g.hessian_elliptical, (*_C, *_QP), _H, _T, power=0
@@ -76,7 +76,7 @@ HESSIAN = _register(
     _H,
     _T,
     power=0,
-    impls={"numba": g.numba_by_form(HESSIAN_NEAR_ROUND, HESSIAN_ELLIPTICAL)},
+    impls={"numba": g.by_ellipticity(HESSIAN_NEAR_ROUND, HESSIAN_ELLIPTICAL)},
 )
 POTENTIAL = _register("potential", g.potential, (*_C, *_EA), ("psi",), power=2)
 del g

@@ -64,7 +64,7 @@ from twinlens.kernels.ops import (
     sqrt,
     where,
 )
-from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.registry import Kernel, numba_by_form, register
 from twinlens.kernels.tolerance import Tolerance
 
 #: the near-round quadrature serves ``1 - Q_SWITCH < q <= 1``; closed forms serve the rest
@@ -563,16 +563,14 @@ def _amp_ell(*p):
     return max(abs(p[4]), 1e-300)
 
 
-def numba_by_form(near_round: Kernel, closed: Kernel):
-    """The numba implementation of a blended elliptical kernel, from its two exact forms: every
-    parameter is concrete on numba, so the form for ``q`` is chosen here, statically."""
+def by_axis_ratio(near_round: Kernel, closed: Kernel):
+    """The numba implementation of a blended elliptical kernel from its two exact forms, chosen
+    by the concrete ``q`` (:func:`~twinlens.kernels.registry.numba_by_form`)."""
 
-    def run(x, y, centre_x, centre_y, phi_ref, q, *rest):
-        kernel = near_round if is_near_round(float(q)) else closed
-        out = kernel(x, y, centre_x, centre_y, phi_ref, q, *rest, backend="numba")
-        return out if isinstance(out, tuple) else (out,)
+    def choose(phi_ref, q):
+        return (near_round if is_near_round(q) else closed), (phi_ref, q)
 
-    return run
+    return numba_by_form(choose, 2)
 
 
 #: The elliptical multipoles' kernels: ``ELLIPTICAL[m][name]`` for ``m`` in
@@ -601,7 +599,7 @@ for _m in ELLIPTICAL_ORDERS:
         if _name in ("deflections", "potential"):
             _forms = ELLIPTICAL[_m]
             _impls = {
-                "numba": numba_by_form(_forms[f"{_name}_near_round"], _forms[f"{_name}_closed"])
+                "numba": by_axis_ratio(_forms[f"{_name}_near_round"], _forms[f"{_name}_closed"])
             }
         ELLIPTICAL[_m][_name] = _reg(
             f"multipole_ell_m{_m}.{_name}",

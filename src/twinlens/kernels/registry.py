@@ -319,6 +319,27 @@ class KernelCall:
         return self.kernel(x, y, *self.params, backend=backend)
 
 
+def numba_by_form(
+    choose: Callable[..., tuple[Kernel, tuple]], n_shape: int
+) -> Callable[..., tuple[np.ndarray, ...]]:
+    """The numba implementation of a kernel that blends exact forms point by point for traced
+    parameters (JAX's case): on numba every parameter is concrete, so the form is chosen once
+    per call and its own kernel runs. Same math, and nothing more to compile than the forms'
+    kernels, where the blended point function is every form fused by ``where``.
+
+    The kernel's arguments are ``x, y, centre_x, centre_y``, then ``n_shape`` shape parameters,
+    then the rest; ``choose(*shape)`` (floats) returns the form's kernel and the shape
+    parameters it takes in their place.
+    """
+
+    def run(x: Any, y: Any, centre_x: Any, centre_y: Any, *params: Any) -> tuple:
+        kernel, shape = choose(*(float(p) for p in params[:n_shape]))
+        out = kernel(x, y, centre_x, centre_y, *shape, *params[n_shape:], backend="numba")
+        return out if isinstance(out, tuple) else (out,)
+
+    return run
+
+
 def register(kernel: Kernel) -> Kernel:
     """Add ``kernel`` to the registry (its name must be new) and return it."""
     existing = _REGISTRY.get(kernel.name)
