@@ -222,3 +222,29 @@ def test_rebuilt_profile_reuses_the_compiled_program():
 def test_bad_parameters_are_named(cls, kwargs, message):
     with pytest.raises(ValueError, match=message):
         cls(**kwargs)
+
+
+@pytest.mark.parametrize("quantity", ["deflections", "hessian", "potential"])
+def test_numba_picks_the_traced_kernels_form_at_its_thresholds(quantity):
+    """numba runs the traced kernels as the round or the elliptical kernel (chosen once per
+    call); at the centre of an SIE the hessian depends on the direction, so the choice must
+    switch exactly where the point function's ``where`` does, on each side of E2_ROUND and
+    E_TAYLOR."""
+    from twinlens.kernels import isothermal as iso
+    from twinlens.kernels.tolerance import compare_outputs
+
+    kernel = iso.KERNELS[(quantity, "traced")]
+    x = np.array([0.0, 1e-12, -1e-12, 0.3, 0.0, 5.0])
+    y = np.array([0.0, 0.0, 1e-12, -0.2, 2.0, 0.0])
+    tiny = math.sqrt(iso.E2_ROUND)
+    ellipticities = [(0.0, 0.0), (0.0, 0.5 * tiny), (0.7 * tiny, 0.7 * tiny), (2 * tiny, 0.0)]
+    ellipticities += [(0.0, 1e-12), (0.5 * E_TAYLOR, 0.0), (2 * E_TAYLOR, 0.0), (0.3, -0.1)]
+    for e1, e2 in ellipticities:
+        for core in (0.0, 1e-8, 0.05):
+            args = [x, y, 0.0, 0.0, e1, e2, 1.3, core]
+            got, ref = (kernel(*args, backend=b) for b in ("numba", "numpy"))
+            got, ref = (
+                tuple(map(np.asarray, o if isinstance(o, tuple) else (o,))) for o in (got, ref)
+            )
+            for agreement in compare_outputs(got, ref, kernel.tolerance_for(args)):
+                assert agreement.passed, (quantity, e1, e2, core, agreement)

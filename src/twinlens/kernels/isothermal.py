@@ -55,6 +55,8 @@ from twinlens.kernels.tolerance import Tolerance
 E_TAYLOR = 1e-7
 #: the floor of squared radii at the centre of a singular profile
 R2_FLOOR = 1e-60
+#: |e|^2 below which the traced hessian and potential take the round form (|e| < 1e-30)
+E2_ROUND = 1e-60
 
 
 @pointwise
@@ -237,7 +239,7 @@ def hessian(x, y, centre_x, centre_y, e1, e2, einstein_radius, core_radius):
 
     Its derivatives with respect to ``(e1, e2)`` lose accuracy for ``|e| < 1e-8`` (through the
     undefined angle); the deflections' do not."""
-    tiny = e1 * e1 + e2 * e2 < 1e-60
+    tiny = e1 * e1 + e2 * e2 < E2_ROUND
     q, phi = _safe_axis_ratio(e1, e2, tiny)
     exx, exy, eyy = hessian_elliptical(
         x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius
@@ -250,7 +252,7 @@ def hessian(x, y, centre_x, centre_y, e1, e2, einstein_radius, core_radius):
 def potential(x, y, centre_x, centre_y, e1, e2, einstein_radius, core_radius):
     """Potential from ``(e1, e2)``, arcsec^2 (the same caveat on ellipticity gradients as
     :func:`hessian`)."""
-    tiny = e1 * e1 + e2 * e2 < 1e-60
+    tiny = e1 * e1 + e2 * e2 < E2_ROUND
     q, phi = _safe_axis_ratio(e1, e2, tiny)
     out = potential_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius)
     return where(
@@ -303,9 +305,12 @@ def _register(name, point, shape, outputs, tol=_TOL, impls=None):
 
 def _by_ellipticity(spherical: Kernel, elliptical: Kernel):
     # numba's form of a traced kernel: the round or the elliptical kernel, chosen once per call
-    # (the blend by `where` is for tracers; compiled as such, numba took 37 s for the three)
+    # (the blend by `where` is for tracers; compiled as such, numba took 37 s for the three).
+    # The round one below the point functions' E2_ROUND: at the centre of an SIE the hessian
+    # depends on the direction, which a q within 1e-30 of 1 still picks. The deflections' first
+    # order below E_TAYLOR agrees with the elliptical form to its neglected second order.
     def choose(e1, e2):
-        if e1 == 0.0 and e2 == 0.0:
+        if e1 * e1 + e2 * e2 < E2_ROUND:
             return spherical, ()
         q, phi = axis_ratio_from_ellipticity(e1, e2)
         return elliptical, (float(q), float(phi))
