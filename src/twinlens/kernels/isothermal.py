@@ -48,7 +48,7 @@ from twinlens.kernels.geometry import (
 )
 from twinlens.kernels.inverse_trig import arctan_ratio, arctanh_ratio
 from twinlens.kernels.ops import log, maximum, pi, pointwise, sqrt, where
-from twinlens.kernels.registry import Kernel, numba_by_form, register
+from twinlens.kernels.registry import Kernel, get, numba_by_form, register
 from twinlens.kernels.tolerance import Tolerance
 
 #: |e| below which a traced ellipticity uses the first-order expansion (see the module notes)
@@ -303,19 +303,23 @@ def _register(name, point, shape, outputs, tol=_TOL, impls=None):
     )
 
 
-def _by_ellipticity(spherical: Kernel, elliptical: Kernel):
+def _register_traced(name, point, outputs, tol):
     # numba's form of a traced kernel: the round or the elliptical kernel, chosen once per call
     # (the blend by `where` is for tracers; compiled as such, numba took 37 s for the three).
     # The round one below the point functions' E2_ROUND: at the centre of an SIE the hessian
     # depends on the direction, which a q within 1e-30 of 1 still picks. The deflections' first
     # order below E_TAYLOR agrees with the elliptical form to its neglected second order.
+    spherical, elliptical = (
+        get(f"isothermal.{name}_{form}") for form in ("spherical", "elliptical")
+    )
+
     def choose(e1, e2):
         if e1 * e1 + e2 * e2 < E2_ROUND:
             return spherical, ()
         q, phi = axis_ratio_from_ellipticity(e1, e2)
         return elliptical, (float(q), float(phi))
 
-    return numba_by_form(choose, 2)
+    return _register(name, point, _EA, outputs, tol, {"numba": numba_by_form(choose, 2)})
 
 
 _EA = (Arg("e1", _E), Arg("e2", _E))
@@ -331,29 +335,9 @@ HESSIAN_ELLIPTICAL = _register("hessian_elliptical", hessian_elliptical, _QP, _H
 POTENTIAL_ELLIPTICAL = _register(
     "potential_elliptical", potential_elliptical, _QP, ("psi",), _TOL_P
 )
-DEFLECTIONS = _register(
-    "deflections",
-    deflections,
-    _EA,
-    _A,
-    impls={"numba": _by_ellipticity(DEFLECTIONS_SPHERICAL, DEFLECTIONS_ELLIPTICAL)},
-)
-HESSIAN = _register(
-    "hessian",
-    hessian,
-    _EA,
-    _H,
-    _TOL_H,
-    impls={"numba": _by_ellipticity(HESSIAN_SPHERICAL, HESSIAN_ELLIPTICAL)},
-)
-POTENTIAL = _register(
-    "potential",
-    potential,
-    _EA,
-    ("psi",),
-    _TOL_P,
-    impls={"numba": _by_ellipticity(POTENTIAL_SPHERICAL, POTENTIAL_ELLIPTICAL)},
-)
+DEFLECTIONS = _register_traced("deflections", deflections, _A, _TOL)
+HESSIAN = _register_traced("hessian", hessian, _H, _TOL_H)
+POTENTIAL = _register_traced("potential", potential, ("psi",), _TOL_P)
 
 #: The kernel for each ``(quantity, form)``. Forms: ``spherical`` (ellipticity exactly 0; no
 #: shape parameters), ``elliptical`` (a known ``(q, phi)``) and ``traced`` (``(e1, e2)``, smooth
