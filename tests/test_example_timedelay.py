@@ -385,7 +385,8 @@ def test_in_imaging_models_the_observed_images_in_the_imaging(tmp_path):
     # the imaging term is the fit with the point images: its fluxes are solved (this data has
     # none, the quasar's images taken as subtracted, so they come out near zero)
     start = config.model.instance(config.model.start)
-    with_points = FitImaging(config.dataset, start, "numpy", likelihood.point_images)
+    with pytest.warns(RuntimeWarning, match="undersampled"):  # each fit is told
+        with_points = FitImaging(config.dataset, start, "numpy", likelihood.point_images)
     assert with_points.point_image_fluxes.shape == (4,)
     assert float(with_points.chi_squared) <= float(
         FitImaging(config.dataset, start, "numpy").chi_squared

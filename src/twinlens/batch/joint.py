@@ -17,6 +17,7 @@ vector at a time (solving the lens equation is per lens); on JAX the single eval
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ import numpy as np
 from twinlens import memo
 from twinlens.backend import resolve_backend
 from twinlens.batch.likelihood import (
+    NUMBA_CHUNK,
     ImagingLikelihood,
     _jax_batch,
     _jax_single,
@@ -34,8 +36,18 @@ from twinlens.batch.likelihood import (
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.lens_equation import _serial_when_small
-from twinlens.fit.point_images import check_point_images
-from twinlens.fit.point_source_likelihood import PointSource, PointSourceLikelihood
+from twinlens.fit.point_images import (
+    MIN_SEEN,
+    SHIFTS,
+    PointImages,
+    check_point_images,
+    render,
+)
+from twinlens.fit.point_source_likelihood import (
+    PointSource,
+    PointSourceLikelihood,
+    model_image_positions,
+)
 from twinlens.fit.tracer import Tracer
 from twinlens.model.model import POINT_SOURCE
 from twinlens.model.paths import get_path, parameter_paths, set_paths
@@ -89,8 +101,6 @@ class JointLikelihood(ValueIdentity):
                 "JointLikelihood: the point-source likelihood has in_imaging = True but there "
                 "is no imaging dataset to see the images in"
             )
-        # now, not at the first evaluation inside a search
-        check_point_images(self.point_source_likelihood.point_images, self.model, self.dataset)
         if not self.free:
             raise ValueError("JointLikelihood.free is empty: name at least one free parameter")
         if len(set(self.free)) != len(self.free):
@@ -99,6 +109,12 @@ class JointLikelihood(ValueIdentity):
             value = self._get(path)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise ValueError(f"{path!r} is not a scalar parameter (it holds {value!r})")
+        # now, not at the first evaluation inside a search (the imaging term checks fixed
+        # images); images that move start at the observed positions, which must be seen
+        self.imaging  # noqa: B018
+        psl = self.point_source_likelihood
+        if psl.images_move:
+            check_point_images(PointImages(psl.data.positions), self.model, self.dataset)
 
     def _get(self, path: str) -> Any:
         if path.startswith(POINT_SOURCE):
@@ -121,7 +137,7 @@ class JointLikelihood(ValueIdentity):
     def _tracer_columns(self) -> list[int]:
         return [i for i, p in enumerate(self.free) if not p.startswith(POINT_SOURCE)]
 
-    @property
+    @cached_property
     def imaging(self) -> ImagingLikelihood | None:
         """The imaging likelihood of the tracer's free parameters (None without a dataset)."""
         if self.dataset is None:
@@ -178,7 +194,9 @@ class JointLikelihood(ValueIdentity):
         else:
             out = self._point_source_rows(values, backend)
             imaging = self.imaging
-            if imaging is not None:
+            if imaging is not None and self.point_source_likelihood.images_move:
+                out = out + self._imaging_rows_with_moving_images(imaging, values, backend)
+            elif imaging is not None:
                 columns = self._tracer_columns
                 if columns:
                     out = out + imaging.batch(values[:, columns], backend, **settings)
@@ -208,6 +226,46 @@ class JointLikelihood(ValueIdentity):
                 out[i] = float(self.point_source_likelihood.log_likelihood(tracer, point, backend))
         return out
 
+    def _point_columns(self, positions: Any) -> Any:
+        """The point images at ``positions (..., n_images, 2)``, at the fitted pixels."""
+        d = self.dataset
+        return render(positions, d.grid, d.psf, d.mask_index, SHIFTS[0])
+
+    def _imaging_rows_with_moving_images(
+        self, imaging: ImagingLikelihood, values: np.ndarray, backend: str
+    ) -> np.ndarray:
+        """The imaging term of each row, its point images at the model's positions (numba and
+        numpy): ``-inf`` where a model image leaves the fitted pixels."""
+        data = self.point_source_likelihood.data
+        positions = np.repeat(data.positions[None], len(values), axis=0)
+        ok = np.all(np.isfinite(values), axis=1)
+        with _serial_when_small(1, backend), np.errstate(all="ignore"):
+            for i in np.flatnonzero(ok):
+                tracer_values, point_values = self._split([float(x) for x in values[i]])
+                try:
+                    tracer = set_paths(self.model, tracer_values, False)
+                    point = set_paths(self.point_source, point_values, False)
+                except (TypeError, ValueError):  # outside a parameter's range
+                    ok[i] = False
+                    continue
+                p = np.asarray(model_image_positions(tracer, point, data, backend), dtype=float)
+                if np.all(np.isfinite(p)):
+                    positions[i] = p
+                else:
+                    ok[i] = False
+        columns = self._point_columns(positions)
+        ok &= np.all(columns.sum(axis=-1) >= MIN_SEEN, axis=-1)
+        rows = values[:, self._tracer_columns]
+        out = np.concatenate(
+            [
+                imaging._array_chunk(
+                    rows[s : s + NUMBA_CHUNK], backend, columns[s : s + NUMBA_CHUNK]
+                )
+                for s in range(0, len(values), NUMBA_CHUNK)
+            ]
+        )
+        return np.where(ok, out, -np.inf)
+
     def _jax_chunk(self, values: np.ndarray) -> np.ndarray:
         n = values.shape[0]
         size = JAX_CHUNK if n > 1 else 1
@@ -235,7 +293,21 @@ class JointLikelihood(ValueIdentity):
         point = set_paths(self.point_source, point_values, False)
         total = self.point_source_likelihood.log_likelihood(tracer, point, "jax")
         imaging = self.imaging
-        if imaging is not None:
+        if imaging is not None and self.point_source_likelihood.images_move:
+            observed = jnp.asarray(self.point_source_likelihood.data.positions)
+            positions = model_image_positions(
+                tracer, point, self.point_source_likelihood.data, "jax"
+            )
+            # a lost image gives -inf; its stand-in keeps the solve (and gradients) finite
+            finite = jnp.all(jnp.isfinite(positions))
+            positions = jnp.where(finite, positions, observed)
+            point_columns = self._point_columns(positions)
+            seen = finite & jnp.all(point_columns.sum(axis=-1) >= MIN_SEEN)
+            point_columns = jnp.where(seen, point_columns, self._point_columns(observed))
+            tracer_vector = safe[jnp.asarray(self._tracer_columns, dtype=int)]
+            total = total + imaging._single_jax(tracer_vector, point_columns)
+            valid = valid & seen
+        elif imaging is not None:
             columns = self._tracer_columns
             if columns:
                 total = total + imaging._single_jax(safe[jnp.asarray(columns)])

@@ -195,7 +195,11 @@ class ImagingLikelihood(ValueIdentity):
             )
         return values
 
-    def _array_chunk(self, values: np.ndarray, backend: str) -> np.ndarray:
+    def _array_chunk(
+        self, values: np.ndarray, backend: str, point_columns: Any = None
+    ) -> np.ndarray:
+        """``log L`` of each row on numba or numpy; ``point_columns (n_rows, n_images,
+        n_mask)``: point images rendered per row by the caller (:mod:`twinlens.batch.joint`)."""
         valid, tracer = self._validity(values)
         if not valid.all():  # rebuild with the reference in the invalid rows
             safe = np.where(valid[:, None], values, self.reference[None, :])
@@ -212,7 +216,7 @@ class ImagingLikelihood(ValueIdentity):
                 for v, ok in zip(values, valid, strict=True)
             )
             return np.array([float(r) for r in rows])
-        terms = blurred_terms(tracer, self.dataset, backend, self.point_images)
+        terms = blurred_terms(tracer, self.dataset, backend, self.point_images, point_columns)
         log_l = solve_and_score(terms, self.dataset, backend)
         result = np.broadcast_to(np.asarray(log_l[0], dtype=float).reshape(-1), valid.shape)
         return np.where(valid, result, -np.inf)
@@ -234,7 +238,7 @@ class ImagingLikelihood(ValueIdentity):
             values = np.concatenate([values, np.repeat(self.reference[None, :], size - n, 0)])
         return run_jax(_jax_batch(), self, values, vmap_width(), memo.enabled(), n=n)
 
-    def _single_jax(self, vector: Any) -> Any:
+    def _single_jax(self, vector: Any, point_columns: Any = None) -> Any:
         from twinlens.backend import jax_runtime
 
         jnp = jax_runtime.load().numpy
@@ -247,7 +251,7 @@ class ImagingLikelihood(ValueIdentity):
         tracer = set_paths(self.model, {p: safe[j] for j, p in enumerate(self.free)}, False)
         if self._pixelised:
             return jnp.where(valid, self._evidence(tracer, "jax"), -jnp.inf)
-        terms = blurred_terms(tracer, self.dataset, "jax", self.point_images)
+        terms = blurred_terms(tracer, self.dataset, "jax", self.point_images, point_columns)
         log_l = solve_and_score(terms, self.dataset, "jax")
         return jnp.where(valid, log_l[0], -jnp.inf)
 

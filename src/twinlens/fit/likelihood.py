@@ -38,11 +38,17 @@ __all__ = ["FitImaging", "log_likelihood"]
 
 
 def blurred_terms(
-    tracer: Tracer, dataset: Imaging, backend: str, point_images: PointImages | None = None
+    tracer: Tracer,
+    dataset: Imaging,
+    backend: str,
+    point_images: PointImages | None = None,
+    point_columns: Any = None,
 ) -> Any:
     """The blurred images at the masked-in pixels, ``(..., 1 + n_linear [+ n_images], n_mask)``:
     first the parametric light, then each linear profile's unit-intensity image, then each
-    point image at unit flux (:mod:`twinlens.fit.point_images`)."""
+    point image at unit flux (:mod:`twinlens.fit.point_images`): fixed ones from
+    ``point_images``, or ``point_columns (..., n_images, n_mask)`` rendered by the caller (the
+    model's positions, one set per vector)."""
     if tracer.pixelizations:
         raise ValueError(
             "a pixelised source has no image of its own until it is fitted: use FitImaging "
@@ -81,9 +87,17 @@ def blurred_terms(
     if len(terms) == len(columns):
         out = xp.concatenate([xp.zeros_like(out[..., :1, :]), out], axis=-2)
     if point_images is not None:  # fixed columns, the same numbers on every backend
-        points = xp.asarray(point_images.columns(dataset))
-        points = xp.broadcast_to(points, (*out.shape[:-2], *points.shape))
-        out = xp.concatenate([out, points], axis=-2)
+        point_columns = point_images.columns(dataset)
+    if point_columns is not None:
+        points = xp.asarray(point_columns)
+        lead = np.broadcast_shapes(out.shape[:-2], points.shape[:-2])
+        out = xp.concatenate(
+            [
+                xp.broadcast_to(out, (*lead, *out.shape[-2:])),
+                xp.broadcast_to(points, (*lead, *points.shape[-2:])),
+            ],
+            axis=-2,
+        )
     return out
 
 

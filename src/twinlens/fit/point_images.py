@@ -42,16 +42,16 @@ from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.psf import PSF
 from twinlens.grids import Grid2D
 
-__all__ = ["SHIFTS", "PointImages", "check_point_images", "point_image"]
+__all__ = ["MIN_SEEN", "SHIFTS", "PointImages", "check_point_images", "point_image", "render"]
 
-#: the rules that place a kernel between pixel centres (module notes)
+#: the rules that place a kernel between pixel centres (module notes), the default first
 SHIFTS = ("fourier", "linear")
 #: the fraction of the kernel's total left at the highest frequencies above which the PSF is
 #: called undersampled
 _RINGING = 1e-3
 
 #: the least fraction of a unit-flux image that must fall in the fitted pixels
-_MIN_SEEN = 1e-3
+MIN_SEEN = 1e-3
 
 #: zero padding around the kernel before it is shifted (pixels per side), so that the periodic
 #: shift does not wrap the kernel's edge onto the opposite side
@@ -72,7 +72,7 @@ class PointImages(ValueIdentity):
     """
 
     positions: Any = static_field()
-    shift: str = static_field(default="fourier")
+    shift: str = static_field(default=SHIFTS[0])
 
     def __post_init__(self) -> None:
         p = np.array(self.positions, dtype=float)
@@ -100,14 +100,7 @@ class PointImages(ValueIdentity):
     def images(self, grid: Grid2D, psf: PSF) -> np.ndarray:
         """``(n_images, ny, nx)``: each image at unit flux, seen through ``psf`` on ``grid``
         (light falling outside the grid is lost, as it is from the data)."""
-        if _undersampled(psf.kernel):
-            warnings.warn(
-                "the PSF is undersampled (its kernel keeps more than 1e-3 of its total at the "
-                "highest frequencies): between pixel centres its samples do not fix its shape, "
-                "so expect residuals of up to a few per cent of each point image's peak",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+        _warn_if_undersampled(psf)
         return np.stack([point_image(psf, grid, x, y, self.shift) for x, y in self.positions])
 
     def columns(self, dataset: Any) -> np.ndarray:
@@ -118,18 +111,18 @@ class PointImages(ValueIdentity):
 
 @lru_cache(maxsize=16)
 def _columns(images: PointImages, dataset: Any) -> np.ndarray:
-    out = images.images(dataset.grid, dataset.psf).reshape(images.n_images, -1)
-    out = np.ascontiguousarray(out[:, dataset.mask_index])
+    out = render(images.positions, dataset.grid, dataset.psf, dataset.mask_index, images.shift)
     # an image none of whose light reaches the fitted pixels has no data to fix its flux: the
     # solve would return 0 for it, which reads as a measurement
     seen = out.sum(axis=1)
-    for k in np.flatnonzero(seen < _MIN_SEEN):
+    for k in np.flatnonzero(seen < MIN_SEEN):
         x, y = images.positions[k]
         raise ValueError(
             f"PointImages.positions[{k}] = ({x:g}, {y:g}) arcsec puts {seen[k]:.2g} of the "
-            f"image's light in the dataset's unmasked pixels (at least {_MIN_SEEN:g} is "
+            f"image's light in the dataset's unmasked pixels (at least {MIN_SEEN:g} is "
             "needed to measure its flux): move the position inside the mask or widen the mask"
         )
+    out = np.ascontiguousarray(out)
     out.flags.writeable = False
     return out
 
@@ -137,37 +130,71 @@ def _columns(images: PointImages, dataset: Any) -> np.ndarray:
 def point_image(psf: PSF, grid: Grid2D, x: float, y: float, shift: str = "fourier") -> np.ndarray:
     """A unit-flux point at ``(x, y)`` arcsec seen through ``psf``: an ``(ny, nx)`` image on
     ``grid``'s pixels, placed between pixel centres by ``shift`` (see the module notes)."""
-    ny, nx = grid.shape
-    row, col = grid.pixel_coordinates(x, y)
-    i0, j0 = int(np.round(row)), int(np.round(col))
-    shifted = _shifted_kernel(psf.kernel, row - i0, col - j0, shift)
-    ky, kx = shifted.shape
-    cy, cx = ky // 2, kx // 2
-    out = np.zeros((ny, nx))
-    # the kernel's rows top .. top + ky - 1 (columns likewise), clipped to the image
-    top, left = i0 - cy, j0 - cx
-    r0, r1 = max(top, 0), min(top + ky, ny)
-    c0, c1 = max(left, 0), min(left + kx, nx)
-    if r0 < r1 and c0 < c1:
-        out[r0:r1, c0:c1] = shifted[r0 - top : r1 - top, c0 - left : c1 - left]
-    return out
+    every = np.arange(grid.n_pixels)
+    return render(np.array([[x, y]]), grid, psf, every, shift)[0].reshape(grid.shape)
 
 
-def _shifted_kernel(kernel: np.ndarray, dy: float, dx: float, shift: str) -> np.ndarray:
-    """``kernel`` moved by ``(dy, dx)`` pixels (``|d| <= 1/2``), padded by ``_PAD`` per side."""
-    padded = np.pad(kernel, _PAD)
-    if dy == 0.0 and dx == 0.0:
-        return padded
+def render(positions: Any, grid: Grid2D, psf: PSF, pixels: np.ndarray, shift: str) -> Any:
+    """Unit-flux points seen through ``psf`` at the flat pixel indices ``pixels`` of ``grid``:
+    ``(..., n_images, n_pixels)`` from ``positions (..., n_images, 2)`` (arcsec).
+
+    One routine for every caller: numpy arrays give numpy (fixed images, rendered once), JAX
+    arrays or tracers give JAX, differentiable in the positions (images placed by the model).
+    Each point is the kernel shifted by its offset from the nearest pixel centre, then read at
+    the pixels it covers (a gather, so a traced position needs no dynamic slicing)."""
+    xp = _module_of(positions)
+    positions = xp.asarray(positions, dtype=float)
+    row, col = grid.pixel_coordinates(positions[..., 0], positions[..., 1])
+    i0, j0 = xp.round(row), xp.round(col)
+    shifted = _shifted_kernels(psf.kernel, row - i0, col - j0, shift, xp)  # (..., n, ky, kx)
+    ky, kx = shifted.shape[-2:]
+    nx = grid.shape[1]
+    # each pixel's place in each shifted kernel, and whether it lies inside the kernel
+    kr = (pixels // nx)[None, :] - (i0[..., None].astype(int) - ky // 2)
+    kc = (pixels % nx)[None, :] - (j0[..., None].astype(int) - kx // 2)
+    inside = (kr >= 0) & (kr < ky) & (kc >= 0) & (kc < kx)
+    flat = xp.where(inside, kr * kx + kc, 0)
+    values = xp.take_along_axis(shifted.reshape(*shifted.shape[:-2], ky * kx), flat, axis=-1)
+    return xp.where(inside, values, 0.0)
+
+
+def _module_of(values: Any) -> Any:
+    if isinstance(values, np.ndarray) or np.isscalar(values) or isinstance(values, list):
+        return np
+    from twinlens.backend import jax_runtime
+
+    return jax_runtime.load().numpy
+
+
+def _shifted_kernels(kernel: np.ndarray, dy: Any, dx: Any, shift: str, xp: Any) -> Any:
+    """``kernel`` moved by ``(dy, dx)`` pixels (each ``(...)``, ``|d| <= 1/2``), padded by
+    ``_PAD`` per side: ``(..., ky + 2 _PAD, kx + 2 _PAD)``."""
+    padded = xp.asarray(np.pad(kernel, _PAD))
+    dy, dx = dy[..., None, None], dx[..., None, None]
     if shift == "linear":
         # each sample moves a fraction |d| of the way to its neighbour in the shift's direction
         # (the padding's zeros are what rolls round)
-        out = (1.0 - abs(dy)) * padded + abs(dy) * np.roll(padded, int(np.sign(dy)), axis=0)
-        return (1.0 - abs(dx)) * out + abs(dx) * np.roll(out, int(np.sign(dx)), axis=1)
+        def step(image: Any, d: Any, axis: int) -> Any:
+            toward = xp.where(d >= 0, xp.roll(image, 1, axis), xp.roll(image, -1, axis))
+            return (1.0 - xp.abs(d)) * image + xp.abs(d) * toward
+
+        return step(step(padded, dy, -2), dx, -1)
     # odd padded sides (the kernel's are odd): no Nyquist frequency, whose shift is ambiguous
-    fy = np.fft.fftfreq(padded.shape[0])[:, None]
-    fx = np.fft.fftfreq(padded.shape[1])[None, :]
-    ramp = np.exp(-2j * np.pi * (fy * dy + fx * dx))
-    return np.fft.ifft2(np.fft.fft2(padded) * ramp).real
+    k = np.ascontiguousarray(kernel, dtype=float)
+    spectrum = xp.asarray(_spectrum(k.tobytes(), k.shape))
+    fy = xp.asarray(np.fft.fftfreq(spectrum.shape[0])[:, None])
+    fx = xp.asarray(np.fft.fftfreq(spectrum.shape[1])[None, :])
+    ramp = xp.exp(-2j * np.pi * (fy * dy + fx * dx))
+    out = xp.fft.ifft2(spectrum * ramp).real
+    if xp is np:  # on a pixel centre the kernel itself, not its round trip through the FFT
+        out = np.where((dy == 0.0) & (dx == 0.0), padded, out)
+    return out
+
+
+@lru_cache(maxsize=16)
+def _spectrum(kernel: bytes, shape: tuple[int, int]) -> np.ndarray:
+    """The padded kernel's transform, computed once per PSF."""
+    return np.fft.fft2(np.pad(np.frombuffer(kernel).reshape(shape), _PAD))
 
 
 def check_point_images(point_images: Any, tracer: Any, dataset: Any) -> PointImages | None:
@@ -184,8 +211,20 @@ def check_point_images(point_images: Any, tracer: Any, dataset: Any) -> PointIma
             "does not solve for point fluxes; fit the point images with parametric light"
         )
     if dataset is not None:
+        _warn_if_undersampled(dataset.psf)  # at every construction: the columns are cached
         point_images.columns(dataset)  # refuses an image the fit cannot see
     return point_images
+
+
+def _warn_if_undersampled(psf: PSF) -> None:
+    if _undersampled(psf.kernel):
+        warnings.warn(
+            "the PSF is undersampled (its kernel keeps more than 1e-3 of its total at the "
+            "highest frequencies): between pixel centres its samples do not fix its shape, "
+            "so expect residuals of up to a few per cent of each point image's peak",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _undersampled(kernel: np.ndarray) -> bool:

@@ -525,7 +525,15 @@ def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = 
 _PS_DATA = ("positions", "position_sigma", "delays", "delay_sigma", "fluxes", "flux_sigma")
 _PS_PARAMS = ("centre", "flux", "time_delay_distance", "h0")
 _PS_KEYS: tuple[str, ...] = (*_PS_DATA, *_PS_PARAMS, "position_likelihood", "solver")
-_PS_KEYS = (*_PS_KEYS, "z_lens", "z_source", "omega_m", "magnification_limit", "in_imaging")
+_PS_KEYS = (
+    *_PS_KEYS,
+    "z_lens",
+    "z_source",
+    "omega_m",
+    "magnification_limit",
+    "in_imaging",
+    "imaging_positions",
+)
 _SOLVER_KEYS = ("window", "centre", "cells", "max_images", "newton_iterations", "tolerance")
 
 
@@ -548,6 +556,7 @@ def _point_source(
     ``imaging`` when there is a [dataset] (where ``in_imaging`` shows the images)."""
     from twinlens.fit.lens_equation import ImageSolver
     from twinlens.fit.point_source_likelihood import (
+        IMAGING_POSITIONS,
         POSITION_LIKELIHOODS,
         PointSource,
         PointSourceData,
@@ -693,6 +702,17 @@ def _point_source(
             f"{where}.in_imaging = true, but there is no [dataset]: the images are modelled "
             "in the imaging data; give a [dataset] or drop in_imaging"
         )
+    placed = table.get("imaging_positions", IMAGING_POSITIONS[0])
+    if placed not in IMAGING_POSITIONS:
+        raise ConfigError(
+            f"{where}.imaging_positions = {_show(placed)}: choose one of "
+            f"{', '.join(map(_show, IMAGING_POSITIONS))}{_suggest(placed, IMAGING_POSITIONS)}"
+        )
+    if "imaging_positions" in table and not in_imaging:
+        raise ConfigError(
+            f"{where}.imaging_positions places the images in the imaging data: it needs "
+            "in_imaging = true"
+        )
     try:
         likelihood = PointSourceLikelihood(
             PointSourceData(**data),
@@ -700,6 +720,7 @@ def _point_source(
             solver,  # type: ignore[arg-type]
             float(limit),
             in_imaging,
+            placed,
         )
     except (TypeError, ValueError) as err:
         message = str(err).replace("PointSourceData.", "").replace("PointSourceLikelihood", "")

@@ -321,12 +321,17 @@ def write_results(
     fit: FitImaging | None = None
     solved, chi_squared, n_pixels = best, None, None  # a point-source fit without imaging
     if dataset is not None:
-        seen = None if point_config is None else point_config.likelihood.point_images
+        seen = None
+        if point_config is not None:  # the images the imaging held at the best fit
+            best_source = model.point_source_instance(result.max_likelihood)
+            seen = point_config.likelihood.point_images_at(best, best_source)
         fit = FitImaging(dataset, best, "numpy", seen)
         solved = fit.solved_tracer
         chi_squared, n_pixels = float(fit.chi_squared), int(dataset.mask_index.size)
         if seen is not None:
             derived["point_image_fluxes"] = [float(f) for f in fit.point_image_fluxes]
+            if point_config is not None and point_config.likelihood.images_move:
+                derived["point_image_positions"] = seen.positions.tolist()
     flags = summary_warnings(result, chi_squared, n_pixels)
     files["summary"] = output / "summary.txt"
     files["summary"].write_text(
@@ -362,6 +367,11 @@ def write_results(
         fluxes = ", ".join(f"{f:.5g}" for f in derived["point_image_fluxes"])
         with files["summary"].open("a") as f:
             f.write(f"point image fluxes in the imaging (best fit): {fluxes}\n")
+            if "point_image_positions" in derived:
+                placed = ", ".join(
+                    f"({x:.5f}, {y:.5f})" for x, y in derived["point_image_positions"]
+                )
+                f.write(f"point image positions, the model's (best fit), arcsec: {placed}\n")
 
     med = result.medians()
     lo, hi = result.intervals(0.68)
