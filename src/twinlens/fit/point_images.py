@@ -8,6 +8,8 @@ likelihood uses); the imaging likelihood then adds one column per image to the l
 profiles' columns, and the fluxes are solved with their intensities (non-negative least
 squares). Fixed positions make the columns fixed work: they are rendered once per dataset, in
 numpy, and enter every backend as the same numbers (under JAX as constants of the program).
+Images that move with the model (a point-source likelihood's ``imaging_positions = "model"``)
+are rendered at every evaluation by the same :func:`render`, from traced positions under JAX.
 
 **Sub-pixel placement.** A point at pixel ``(i0, j0)`` seen through the PSF is the kernel
 centred there (what :func:`~twinlens.fit.psf.convolve` makes of a one-pixel image). At a
