@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from twinlens.backend import any_jax, array_module
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.psf import PSF
 from twinlens.grids import Grid2D
@@ -144,7 +145,7 @@ def render(positions: Any, grid: Grid2D, psf: PSF, pixels: np.ndarray, shift: st
     arrays or tracers give JAX, differentiable in the positions (images placed by the model).
     Each point is the kernel shifted by its offset from the nearest pixel centre, then read at
     the pixels it covers (a gather, so a traced position needs no dynamic slicing)."""
-    xp = _module_of(positions)
+    xp = array_module("jax" if any_jax(positions) else "numpy")
     positions = xp.asarray(positions, dtype=float)
     row, col = grid.pixel_coordinates(positions[..., 0], positions[..., 1])
     i0, j0 = xp.round(row), xp.round(col)
@@ -158,14 +159,6 @@ def render(positions: Any, grid: Grid2D, psf: PSF, pixels: np.ndarray, shift: st
     flat = xp.where(inside, kr * kx + kc, 0)
     values = xp.take_along_axis(shifted.reshape(*shifted.shape[:-2], ky * kx), flat, axis=-1)
     return xp.where(inside, values, 0.0)
-
-
-def _module_of(values: Any) -> Any:
-    if isinstance(values, np.ndarray) or np.isscalar(values) or isinstance(values, list):
-        return np
-    from twinlens.backend import jax_runtime
-
-    return jax_runtime.load().numpy
 
 
 def _shifted_kernels(kernel: np.ndarray, dy: Any, dx: Any, shift: str, xp: Any) -> Any:
