@@ -1,0 +1,146 @@
+"""P2: what placing a lensed quasar's images at the model's positions costs a joint (imaging plus
+point-source) log-likelihood, against placing them at the observed positions, on numba and JAX.
+
+    python benchmarks/point_images.py            # every case
+    python benchmarks/point_images.py --quick    # fewer repeats
+
+The data are W5's grid (100 x 100 pixels of 0.05", 4 x 4 sub-pixels) holding a quad: an SIE
+(theta_E 1", e = (0.15, -0.05)) plus external shear (0.04, -0.02), a Sersic host at the source
+(0.02", 0.01") and its four images (fluxes 40, 25, 15, 10) seen through a Gaussian PSF of 4
+pixels FWHM (21 x 21), noise 0.05. The model's host is a linear Sersic; seven parameters are
+free (the SIE's Einstein radius and ellipticity, the shear, the source position), the positions
+are scored in the source plane. Each case runs in a fresh interpreter and prints one JSON line:
+
+* ``numba observed`` and ``numba model`` (1 and 2 threads): ``joint(vector, "numba")``, the
+  images fixed at the observed positions, or at the model's (``imaging_positions = "model"``);
+* ``jax observed`` and ``jax model``: ``joint(vector, "jax")``, a ``jax.jit`` program of the
+  vector; its first call (trace, compile, one run) apart.
+
+Every call evaluates a new vector (16 near the truth, in turn). The last line gives, per
+backend, the model placement's time over the observed one's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+import numpy as np
+from timing import compile_estimate, emit, first_call, measure, run_case_in_fresh_process
+
+WORKLOAD = "P2"
+CASES = ("numba-observed", "numba-model", "jax-observed", "jax-model")
+BETA = (0.02, 0.01)
+FLUXES = (40.0, 25.0, 15.0, 10.0)
+FREE = (
+    "lenses[0].mass[0].einstein_radius",
+    "lenses[0].mass[0].ell_comps[0]",
+    "lenses[0].mass[0].ell_comps[1]",
+    "lenses[0].mass[1].gamma_1",
+    "lenses[0].mass[1].gamma_2",
+    "point_source.centre[0]",
+    "point_source.centre[1]",
+)
+
+
+def joint(placed: str) -> Any:
+    """The P2 joint likelihood, its images placed ``"observed"`` or ``"model"``."""
+    from twinlens import Galaxy, Tracer
+    from twinlens.batch.joint import JointLikelihood
+    from twinlens.fit.imaging import Imaging, simulate
+    from twinlens.fit.lens_equation import ImageSolver
+    from twinlens.fit.point_images import PointImages
+    from twinlens.fit.point_source_likelihood import (
+        PointSource,
+        PointSourceData,
+        PointSourceLikelihood,
+    )
+    from twinlens.fit.psf import PSF
+    from twinlens.grids import Grid2D
+    from twinlens.light import LinearSersic, Sersic
+    from twinlens.mass import SIE, ExternalShear
+
+    mass = (SIE((0.0, 0.0), (0.15, -0.05), 1.0), ExternalShear(0.04, -0.02))
+    truth = Tracer(Galaxy(mass), Galaxy(light=Sersic(BETA, (0.1, 0.0), 0.2, 1.5, 2.0)))
+    found = ImageSolver().solve(truth, np.array(BETA), "numpy")
+    theta = np.asarray(found.positions)[np.asarray(found.mask)]
+    grid = Grid2D.uniform(100, 0.05, sub_size=4)
+    psf = PSF.gaussian(0.2, 0.05, 21)
+    clean = simulate(truth, grid, psf, noise_sigma=0.05, seed=2)
+    data = clean.data + np.tensordot(FLUXES, PointImages(theta).images(grid, psf), 1)
+    dataset = Imaging(data, clean.noise_map, psf, grid)
+    model = Tracer(Galaxy(mass), Galaxy(light=LinearSersic(BETA, (0.1, 0.0), 0.2, 1.5)))
+    seen = PointSourceLikelihood(
+        PointSourceData(theta, 0.005), "source", in_imaging=True, imaging_positions=placed
+    )
+    return JointLikelihood(dataset, model, PointSource(BETA), seen, FREE)
+
+
+def run_case(case: str, quick: bool) -> None:
+    backend, placed = case.split("-")
+    like = joint(placed)
+    rng = np.random.default_rng(0)
+    vectors = like.reference + 1e-4 * rng.standard_normal((16, like.n_params))
+    turn = iter(range(1 << 30))
+
+    def call() -> float:
+        return like(vectors[next(turn) % len(vectors)], backend)
+
+    repeats = 10 if quick else 40
+    if backend == "numba":
+        import numba
+
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            first = first_call(call)
+            emit(
+                workload=WORKLOAD,
+                name=f"{backend} {placed} {threads}t",
+                backend=backend,
+                placed=placed,
+                threads=threads,
+                first_call_s=first,
+                **measure(call, repeats),
+            )
+    else:
+        first = first_call(call)
+        timed = measure(call, repeats)
+        emit(
+            workload=WORKLOAD,
+            name=f"{backend} {placed}",
+            backend=backend,
+            placed=placed,
+            first_call_s=first,
+            compile_s=compile_estimate(first, timed),
+            **timed,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--case", help="run one case in this process")
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases")
+    args = parser.parse_args()
+    if args.case:
+        run_case(args.case, args.quick)
+        return
+    started = time.perf_counter()
+    lines: list[dict] = []
+    for case in args.cases.split(","):
+        lines += run_case_in_fresh_process(__file__, WORKLOAD, case, args.quick)
+    ratios = {}
+    for line in lines:
+        if line.get("placed") == "model":
+            key = line["name"].replace("model", "observed")
+            base = next((x for x in lines if x.get("name") == key), None)
+            if base is not None:
+                ratios[line["name"]] = line["wall_median_ms"] / base["wall_median_ms"]
+    emit(workload=WORKLOAD, case="model over observed", ratios=ratios)
+    emit(workload=WORKLOAD, case="total", seconds=time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
