@@ -255,7 +255,11 @@ class JointLikelihood(ValueIdentity):
                     ok[i] = False
         columns = self._point_columns(positions)
         ok &= np.all(columns.sum(axis=-1) >= MIN_SEEN, axis=-1)
-        rows = values[:, self._tracer_columns]
+        tracer_columns = self._tracer_columns
+        if tracer_columns:
+            rows = values[:, tracer_columns]
+        else:  # the imaging term's own values (see imaging): only the images move
+            rows = np.repeat(imaging.reference[None, :], len(values), axis=0)
         out = np.concatenate(
             [
                 imaging._array_chunk(
@@ -304,7 +308,8 @@ class JointLikelihood(ValueIdentity):
             point_columns = self._point_columns(positions)
             seen = finite & jnp.all(point_columns.sum(axis=-1) >= MIN_SEEN)
             point_columns = jnp.where(seen, point_columns, self._point_columns(observed))
-            tracer_vector = safe[jnp.asarray(self._tracer_columns, dtype=int)]
+            columns = self._tracer_columns
+            tracer_vector = safe[jnp.asarray(columns)] if columns else imaging.reference
             total = total + imaging._single_jax(tracer_vector, point_columns)
             valid = valid & seen
         elif imaging is not None:
