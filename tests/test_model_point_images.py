@@ -19,6 +19,7 @@ from twinlens.fit.point_source_likelihood import (
     PointSourceData,
     PointSourceLikelihood,
     model_image_positions,
+    model_images,
 )
 from twinlens.fit.psf import FWHM_PER_SIGMA, PSF
 from twinlens.fit.tracer import Galaxy, Tracer
@@ -95,6 +96,8 @@ def test_a_traced_position_renders_as_numpy_does_and_differentiates_as_the_gauss
     got = np.asarray(jax.jit(lambda p: render(p, grid, psf, pixels, shift))(jnp.asarray(xy)))
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-15)
     np.testing.assert_allclose(expected[0], point_image(psf, grid, *xy[0], shift).reshape(-1))
+    with pytest.raises(ValueError, match=r"shift must be one of 'fourier', 'linear', got 'cubic'"):
+        render(xy, grid, psf, pixels, "cubic")
     if shift == "linear":
         return
     # d image / d x0 of a unit Gaussian of sigma s centred at x0: G (x - x0) / s^2
@@ -166,6 +169,22 @@ def test_a_model_image_that_leaves_the_fitted_pixels_gives_minus_inf(quad, backe
     assert np.isfinite(out[0]) and out[1] == -np.inf
 
 
+def test_a_source_that_makes_two_images_of_an_observed_quad_gives_minus_inf(quad):
+    # outside the caustic the lens makes two images: the steps from the four observed ones
+    # cannot find four, and positions left unscored ("none") must not hide it
+    theta, truth, _, _ = quad
+    outside = PointSource((0.1, 0.05))
+    data = PointSourceData(theta, 0.005)
+    for backend in ("numpy", "numba", "jax"):
+        assert not bool(model_images(truth, outside, data, backend)[1])
+        assert bool(model_images(truth, PointSource(BETA), data, backend)[1])
+    joint = _joint(quad, theta, "model", "none")
+    vectors = np.stack([joint.reference, [*joint.reference[:1], 0.1, 0.05]])
+    for backend in ("numba", "jax"):
+        out = joint.batch(vectors, backend)
+        assert np.isfinite(out[0]) and out[1] == -np.inf
+
+
 def test_model_placement_needs_the_images_in_the_imaging():
     data = PointSourceData([[1.0, 0.0], [-1.0, 0.0]], 0.01)
     with pytest.raises(ValueError, match=r'imaging_positions = "model" .* needs in_imaging'):
@@ -213,7 +232,7 @@ def test_the_fit_file_places_the_images_at_the_model_positions(tmp_path):
         parse_config(tomllib.loads(alone), tmp_path)
 
 
-def test_the_job_reports_the_best_fits_image_positions(tmp_path):
+def test_the_job_reports_the_best_fits_image_positions(tmp_path, monkeypatch):
     """``twinlens fit`` end to end on a short run: the images the imaging held at the best fit
     are the model's images of that fit."""
     import json
@@ -221,7 +240,14 @@ def test_the_job_reports_the_best_fits_image_positions(tmp_path):
     from twinlens.job import run_fit, timedelay
     from twinlens.job.config import load_config
 
-    search = {"name": "nautilus", "n_live": 40, "n_like_max": 200, "seed": 4}
+    # priors close about the truth: far from it the model makes no images where the data
+    # show them (-inf), and a short run would find nothing else
+    for path, value in timedelay.TIMEDELAY_TRUTH.items():
+        if path in timedelay.TD_PRIORS and "effective_radius" not in path:
+            monkeypatch.setitem(
+                timedelay.TD_PRIORS, path, ("uniform", [value - 0.01, value + 0.01])
+            )
+    search = {"name": "nautilus", "n_live": 40, "n_like_max": 300, "seed": 4}
     path = timedelay.write_timedelay_example(tmp_path, search=search)
     text = path.read_text().replace(
         'position_likelihood = "image"',

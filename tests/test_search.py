@@ -148,6 +148,19 @@ def test_nautilus_recovers_the_posterior_and_the_evidence(nautilus_reference):
     assert result.n_evaluations > 1000 and result.seed == 3 and result.name == "nautilus"
 
 
+class NowhereToy(GaussianToy):
+    """A likelihood that is -inf at every vector."""
+
+    def log_likelihood(self, vectors):
+        return np.full(len(np.atleast_2d(vectors)), -np.inf)
+
+
+def test_nautilus_says_when_every_evaluation_was_minus_inf():
+    search = Nautilus(n_live=50, n_like_max=200, seed=1)
+    with pytest.raises(RuntimeError, match=r"all \d+ likelihood evaluations were -inf"):
+        search.run(NowhereToy())
+
+
 def test_nautilus_same_seed_same_samples(nautilus_reference, tmp_path):
     again = NAUTILUS.run(GaussianToy(), output_dir=tmp_path)  # checkpointing changes nothing
     np.testing.assert_array_equal(again.samples, nautilus_reference.samples)

@@ -46,7 +46,7 @@ from twinlens.fit.point_images import (
 from twinlens.fit.point_source_likelihood import (
     PointSource,
     PointSourceLikelihood,
-    model_image_positions,
+    model_images,
 )
 from twinlens.fit.tracer import Tracer
 from twinlens.model.model import POINT_SOURCE
@@ -114,7 +114,11 @@ class JointLikelihood(ValueIdentity):
         self.imaging  # noqa: B018
         psl = self.point_source_likelihood
         if psl.images_move:
-            check_point_images(PointImages(psl.data.positions), self.model, self.dataset)
+            try:
+                check_point_images(PointImages(psl.data.positions), self.model, self.dataset)
+            except ValueError as err:  # name what the user gave
+                message = str(err).replace("PointImages.positions", "PointSourceData.positions")
+                raise ValueError(message) from None
 
     def _get(self, path: str) -> Any:
         if path.startswith(POINT_SOURCE):
@@ -181,7 +185,8 @@ class JointLikelihood(ValueIdentity):
     def batch(self, vectors: Any, backend: str | None = None, **settings: Any) -> np.ndarray:
         """``log L`` of each row of ``vectors (n_batch, n_params)``, ``(n_batch,)``.
         ``settings`` (``memory_budget``, ``chunk_size``, ``progress``) go to the imaging
-        likelihood's batches."""
+        likelihood's batches (with images that move, ``chunk_size`` alone: the rows per
+        rendering of their images)."""
         backend = resolve_backend(backend)
         values = self._check_vectors(np.asarray(vectors, dtype=float))
         if backend == "jax":
@@ -195,7 +200,8 @@ class JointLikelihood(ValueIdentity):
             out = self._point_source_rows(values, backend)
             imaging = self.imaging
             if imaging is not None and self.point_source_likelihood.images_move:
-                out = out + self._imaging_rows_with_moving_images(imaging, values, backend)
+                chunk = settings.get("chunk_size") or NUMBA_CHUNK
+                out = out + self._imaging_rows_with_moving_images(imaging, values, backend, chunk)
             elif imaging is not None:
                 columns = self._tracer_columns
                 if columns:
@@ -231,44 +237,50 @@ class JointLikelihood(ValueIdentity):
         d = self.dataset
         return render(positions, d.grid, d.psf, d.mask_index, SHIFTS[0])
 
+    def _observed_columns(self) -> np.ndarray:
+        """The images at the observed positions (cached with the dataset): the stand-in for a
+        row whose model images were not found."""
+        positions = self.point_source_likelihood.data.positions
+        return PointImages(positions).columns(self.dataset)
+
     def _imaging_rows_with_moving_images(
-        self, imaging: ImagingLikelihood, values: np.ndarray, backend: str
+        self, imaging: ImagingLikelihood, values: np.ndarray, backend: str, chunk: int
     ) -> np.ndarray:
         """The imaging term of each row, its point images at the model's positions (numba and
-        numpy): ``-inf`` where a model image leaves the fitted pixels."""
+        numpy), ``chunk`` rows at a time: ``-inf`` where the model's images are not found or
+        one leaves the fitted pixels."""
         data = self.point_source_likelihood.data
-        positions = np.repeat(data.positions[None], len(values), axis=0)
-        ok = np.all(np.isfinite(values), axis=1)
-        with _serial_when_small(1, backend), np.errstate(all="ignore"):
-            for i in np.flatnonzero(ok):
-                tracer_values, point_values = self._split([float(x) for x in values[i]])
-                try:
-                    tracer = set_paths(self.model, tracer_values, False)
-                    point = set_paths(self.point_source, point_values, False)
-                except (TypeError, ValueError):  # outside a parameter's range
-                    ok[i] = False
-                    continue
-                p = np.asarray(model_image_positions(tracer, point, data, backend), dtype=float)
-                if np.all(np.isfinite(p)):
-                    positions[i] = p
-                else:
-                    ok[i] = False
-        columns = self._point_columns(positions)
-        ok &= np.all(columns.sum(axis=-1) >= MIN_SEEN, axis=-1)
         tracer_columns = self._tracer_columns
-        if tracer_columns:
-            rows = values[:, tracer_columns]
-        else:  # the imaging term's own values (see imaging): only the images move
-            rows = np.repeat(imaging.reference[None, :], len(values), axis=0)
-        out = np.concatenate(
-            [
-                imaging._array_chunk(
-                    rows[s : s + NUMBA_CHUNK], backend, columns[s : s + NUMBA_CHUNK]
-                )
-                for s in range(0, len(values), NUMBA_CHUNK)
-            ]
-        )
-        return np.where(ok, out, -np.inf)
+        out = np.full(len(values), -np.inf)
+        for s in range(0, len(values), chunk):
+            rows = values[s : s + chunk]
+            positions = np.repeat(data.positions[None], len(rows), axis=0)
+            ok = np.all(np.isfinite(rows), axis=1)
+            with _serial_when_small(1, backend), np.errstate(all="ignore"):
+                for i in np.flatnonzero(ok):
+                    tracer_values, point_values = self._split([float(x) for x in rows[i]])
+                    try:
+                        tracer = set_paths(self.model, tracer_values, False)
+                        point = set_paths(self.point_source, point_values, False)
+                    except (TypeError, ValueError):  # outside a parameter's range
+                        ok[i] = False
+                        continue
+                    p, found = model_images(tracer, point, data, backend)
+                    if found:
+                        positions[i] = p
+                    else:
+                        ok[i] = False
+                columns = self._point_columns(positions)
+            ok &= np.all(columns.sum(axis=-1) >= MIN_SEEN, axis=-1)
+            if not ok.any():
+                continue
+            if tracer_columns:
+                vectors = rows[:, tracer_columns]
+            else:  # the imaging term's own values (see imaging): only the images move
+                vectors = np.repeat(imaging.reference[None, :], len(rows), axis=0)
+            log_l = imaging._array_chunk(vectors, backend, columns)
+            out[s : s + len(rows)] = np.where(ok, log_l, -np.inf)
+        return out
 
     def _jax_chunk(self, values: np.ndarray) -> np.ndarray:
         n = values.shape[0]
@@ -298,16 +310,14 @@ class JointLikelihood(ValueIdentity):
         total = self.point_source_likelihood.log_likelihood(tracer, point, "jax")
         imaging = self.imaging
         if imaging is not None and self.point_source_likelihood.images_move:
-            observed = jnp.asarray(self.point_source_likelihood.data.positions)
-            positions = model_image_positions(
-                tracer, point, self.point_source_likelihood.data, "jax"
-            )
-            # a lost image gives -inf; its stand-in keeps the solve (and gradients) finite
-            finite = jnp.all(jnp.isfinite(positions))
-            positions = jnp.where(finite, positions, observed)
+            data = self.point_source_likelihood.data
+            positions, found = model_images(tracer, point, data, "jax")
+            # images not found give -inf; the observed ones stand in, keeping the solve (and
+            # its gradients) finite
+            positions = jnp.where(found, positions, jnp.asarray(data.positions))
             point_columns = self._point_columns(positions)
-            seen = finite & jnp.all(point_columns.sum(axis=-1) >= MIN_SEEN)
-            point_columns = jnp.where(seen, point_columns, self._point_columns(observed))
+            seen = found & jnp.all(point_columns.sum(axis=-1) >= MIN_SEEN)
+            point_columns = jnp.where(seen, point_columns, self._observed_columns())
             columns = self._tracer_columns
             tracer_vector = safe[jnp.asarray(columns)] if columns else imaging.reference
             total = total + imaging._single_jax(tracer_vector, point_columns)

@@ -87,6 +87,8 @@ def blurred_terms(
     if len(terms) == len(columns):
         out = xp.concatenate([xp.zeros_like(out[..., :1, :]), out], axis=-2)
     if point_images is not None:  # fixed columns, the same numbers on every backend
+        if point_columns is not None:
+            raise ValueError("give point_images or point_columns, not both")
         point_columns = point_images.columns(dataset)
     if point_columns is not None:
         points = xp.asarray(point_columns)

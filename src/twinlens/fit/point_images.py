@@ -145,6 +145,8 @@ def render(positions: Any, grid: Grid2D, psf: PSF, pixels: np.ndarray, shift: st
     arrays or tracers give JAX, differentiable in the positions (images placed by the model).
     Each point is the kernel shifted by its offset from the nearest pixel centre, then read at
     the pixels it covers (a gather, so a traced position needs no dynamic slicing)."""
+    if shift not in SHIFTS:
+        raise ValueError(f"shift must be one of {', '.join(map(repr, SHIFTS))}, got {shift!r}")
     xp = array_module("jax" if any_jax(positions) else "numpy")
     positions = xp.asarray(positions, dtype=float)
     row, col = grid.pixel_coordinates(positions[..., 0], positions[..., 1])
@@ -206,13 +208,14 @@ def check_point_images(point_images: Any, tracer: Any, dataset: Any) -> PointIma
             "does not solve for point fluxes; fit the point images with parametric light"
         )
     if dataset is not None:
-        _warn_if_undersampled(dataset.psf)  # at every construction: the columns are cached
+        _warn_if_undersampled(dataset.psf)  # here, not in the cached columns
         point_images.columns(dataset)  # refuses an image the fit cannot see
     return point_images
 
 
 def _warn_if_undersampled(psf: PSF) -> None:
-    if _undersampled(psf.kernel):
+    kernel = np.ascontiguousarray(psf.kernel, dtype=float)
+    if _undersampled(kernel.tobytes(), kernel.shape):
         warnings.warn(
             "the PSF is undersampled (its kernel keeps more than 1e-3 of its total at the "
             "highest frequencies): between pixel centres its samples do not fix its shape, "
@@ -222,9 +225,12 @@ def _warn_if_undersampled(psf: PSF) -> None:
         )
 
 
-def _undersampled(kernel: np.ndarray) -> bool:
+@lru_cache(maxsize=16)
+def _undersampled(data: bytes, shape: tuple[int, int]) -> bool:
     """Whether the kernel keeps more than ``_RINGING`` of its total at the highest frequencies
-    (the outer fifth of each axis's band): too coarsely sampled to be shifted faithfully."""
+    (the outer fifth of each axis's band): too coarsely sampled to be shifted faithfully.
+    Keyed by the kernel's bytes, since a fit checks its PSF each time it is built."""
+    kernel = np.frombuffer(data).reshape(shape)
     spectrum = np.abs(np.fft.fft2(np.pad(kernel, _PAD)))
     fy = np.abs(np.fft.fftfreq(spectrum.shape[0]))[:, None]
     fx = np.abs(np.fft.fftfreq(spectrum.shape[1]))[None, :]

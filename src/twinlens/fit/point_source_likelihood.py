@@ -81,6 +81,7 @@ __all__ = [
     "image_plane_chi_squared",
     "model_delays",
     "model_image_positions",
+    "model_images",
     "source_plane_chi_squared",
     "time_delay_chi_squared",
 ]
@@ -293,9 +294,17 @@ def image_plane_chi_squared(
     return xp.where(same_count & (total < _ABSENT), total, xp.inf)
 
 
-#: Newton steps from each observed image to the model's image (quadratic convergence: an
-#: offset of 0.05 arcsec shrinks below 1e-12 arcsec in three on a galaxy-scale lens)
+#: Newton steps from each observed image to the model's image: quadratic convergence takes an
+#: offset of 0.05 arcsec below 1e-10 arcsec in four on a galaxy-scale lens
 NEWTON_STEPS = 4
+#: the longest step, arcsec: a longer one is clipped (near a critical curve), and the images
+#: are then not found
+_MAX_STEP = 0.25
+#: the last step must be shorter than this (arcsec) for the images to count as found; the
+#: positions then hold to about its square
+_FOUND_STEP = 1e-5
+#: two observed images that lead to model images closer than this (arcsec) found one image
+_DISTINCT = 1e-4
 
 
 def model_image_positions(
@@ -303,27 +312,45 @@ def model_image_positions(
     point_source: PointSource,
     data: PointSourceData,
     backend: str | None = None,
-    steps: int = NEWTON_STEPS,
 ) -> Any:
     """The model's image of the source nearest each observed image, ``(n, 2)`` arcsec.
 
     Newton's method on the lens equation ``theta - alpha(theta) = beta``, started at each
-    observed position: ``theta <- theta - A^-1 (beta(theta) - beta)`` with ``A = I - H``. The
-    first step is the source-plane approximation's image-plane offset; the steps after it make
-    the position exact. A fixed number of steps keeps it one JAX program, differentiable in the
-    lens and source parameters. Far from any image (a source well away from the one the data
-    show) the steps can leave the field; the caller judges the result (see
-    :class:`PointSourceLikelihood`'s ``imaging_positions``)."""
+    observed position: ``theta <- theta + A^-1 (beta - beta(theta))`` with ``A = I - H``, the
+    image solver's step (:mod:`twinlens.fit.lens_equation`), clipped at 0.25 arcsec. The
+    first step is the source-plane approximation's image-plane offset; ``NEWTON_STEPS`` in
+    all, a fixed number, so that JAX traces one program and differentiates through it.
+    :func:`model_images` also says whether the steps found the images."""
+    return model_images(tracer, point_source, data, backend)[0]
+
+
+def model_images(
+    tracer: Tracer,
+    point_source: PointSource,
+    data: PointSourceData,
+    backend: str | None = None,
+) -> tuple[Any, Any]:
+    """``(positions (n, 2), found)``: :func:`model_image_positions`, and whether the steps
+    found one model image per observed one: every last step shorter than 1e-5 arcsec and
+    unclipped, and no two positions within 1e-4 arcsec of each other. Otherwise (a source
+    that makes fewer images, or an image beyond the steps' reach) ``found`` is False."""
+    from twinlens.fit.lens_equation import _newton_step
+
     b = _backend_for(tracer, point_source, backend)
     xp = array_module(b)
     theta = xp.asarray(data.positions) * 1.0
-    for _ in range(steps):
-        beta_i = tracer.source_plane(theta, b)
-        dx = beta_i[:, 0] - point_source.centre[0]
-        dy = beta_i[:, 1] - point_source.centre[1]
-        a11, a12, a21, a22, det = _inverse_jacobians(tracer, theta, b)
-        theta = theta - xp.stack([(a22 * dx - a12 * dy) / det, (a11 * dy - a21 * dx) / det], -1)
-    return theta
+    x, y = theta[:, 0], theta[:, 1]
+    sx, sy = point_source.centre
+    size, clipped = 0.0, False
+    for _ in range(NEWTON_STEPS):
+        x, y, size, clipped = _newton_step(tracer, x, y, sx, sy, _MAX_STEP, b, xp)
+    positions = xp.stack([x, y], -1)
+    found = xp.all(xp.isfinite(positions)) & xp.all(size < _FOUND_STEP) & ~xp.any(clipped)
+    if data.n_images > 1:
+        i, j = np.triu_indices(data.n_images, 1)
+        gap = xp.hypot(x[i] - x[j], y[i] - y[j])
+        found = found & xp.all(gap > _DISTINCT)
+    return positions, found
 
 
 def flux_chi_squared(
@@ -404,10 +431,11 @@ class PointSourceLikelihood(ValueIdentity):
         (:class:`~twinlens.fit.point_images.PointImages`). Default False.
     imaging_positions : {"observed", "model"}
         With ``in_imaging``, where the images are placed in the imaging: ``"observed"`` (the
-        default; fixed work, rendered once) or ``"model"``, the model's image nearest each
-        observed one (:func:`model_image_positions`), so that the imaging data constrain the
-        lens and the source through where the images fall. A model image less than
-        ``MIN_SEEN`` of whose light reaches the fitted pixels makes that vector's
+        default; fixed work, rendered once) or ``"model"``, the model's image that Newton's
+        steps reach from each observed one (:func:`model_images`), so that the imaging data
+        constrain the lens and the source through where the images fall. A vector whose
+        images the steps do not find (fewer model images, or one beyond their reach), or one
+        of whose images puts less than ``MIN_SEEN`` of its light in the fitted pixels, has
         log-likelihood ``-inf``.
     """
 
@@ -488,10 +516,16 @@ class PointSourceLikelihood(ValueIdentity):
 
     def point_images_at(self, tracer: Tracer, point_source: PointSource) -> PointImages | None:
         """The images the imaging holds for this lens and source (fixed ones, or the model's
-        positions computed now), or None without ``in_imaging``."""
+        positions computed now), or None without ``in_imaging``; a clear error when the model
+        has no image near an observed one (its log-likelihood is ``-inf``)."""
         if not self.images_move:
             return self.point_images
-        positions = model_image_positions(tracer, point_source, self.data, "numpy")
+        positions, found = model_images(tracer, point_source, self.data, "numpy")
+        if not bool(found):
+            raise ValueError(
+                "PointSourceLikelihood: the model does not make one image near each observed "
+                "image (imaging_positions = 'model'), so the imaging has no images to place"
+            )
         return PointImages(np.asarray(positions, dtype=float))
 
     def chi_squared(

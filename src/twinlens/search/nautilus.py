@@ -171,6 +171,12 @@ class Nautilus(Search):
         success = self._sample(sampler, files, progress, resumed)
 
         points, log_w, log_l = sampler.posterior()
+        if not np.any(np.isfinite(log_l)):  # nautilus's own weighting would fail obscurely
+            raise RuntimeError(
+                f"nautilus: all {int(sampler.n_like)} likelihood evaluations were -inf (every "
+                "draw from the priors outside the model's valid ranges or, with point sources, "
+                "without the observed images): narrow the priors about a model that fits"
+            )
         best = int(np.argmax(log_l))
         samples, _, samples_log_l = sampler.posterior(equal_weight=True)
         log_z = sampler.log_z
