@@ -155,6 +155,7 @@ class NowhereToy(GaussianToy):
         return np.full(len(np.atleast_2d(vectors)), -np.inf)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # nautilus's sums
 def test_nautilus_says_when_every_evaluation_was_minus_inf():
     search = Nautilus(n_live=50, n_like_max=200, seed=1)
     with pytest.raises(RuntimeError, match=r"all \d+ likelihood evaluations were -inf"):
