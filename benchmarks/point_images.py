@@ -22,13 +22,11 @@ backend, the model placement's time over the observed one's.
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from typing import Any
 
 import numpy as np
-from timing import compile_estimate, emit, first_call, measure, run_case_in_fresh_process
+from timing import cases_main, compile_estimate, emit, first_call, measure
 
 WORKLOAD = "P2"
 CASES = ("numba-observed", "numba-model", "jax-observed", "jax-model")
@@ -119,19 +117,8 @@ def run_case(case: str, quick: bool) -> None:
         )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    parser.add_argument("--case", help="run one case in this process")
-    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases")
-    args = parser.parse_args()
-    if args.case:
-        run_case(args.case, args.quick)
-        return
-    started = time.perf_counter()
-    lines: list[dict] = []
-    for case in args.cases.split(","):
-        lines += run_case_in_fresh_process(__file__, WORKLOAD, case, args.quick)
+def model_over_observed(lines: list[dict]) -> None:
+    """One line: each model-placement case's median time over the observed placement's."""
     ratios = {}
     for line in lines:
         if line.get("placed") == "model":
@@ -140,7 +127,10 @@ def main() -> None:
             if base is not None:
                 ratios[line["name"]] = line["wall_median_ms"] / base["wall_median_ms"]
     emit(workload=WORKLOAD, case="model over observed", ratios=ratios)
-    emit(workload=WORKLOAD, case="total", seconds=time.perf_counter() - started)
+
+
+def main() -> None:
+    cases_main(__file__, WORKLOAD, CASES, run_case, model_over_observed, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

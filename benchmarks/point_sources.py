@@ -22,19 +22,17 @@ The last line gives lenstronomy's time over ours (``speedup``, > 1 when ours is 
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from typing import Any
 
 import numpy as np
 from timing import (
+    cases_main,
     compile_estimate,
     emit,
     first_call,
     measure,
     repeats_for,
-    run_case_in_fresh_process,
     speedups,
     threading_layer,
 )
@@ -202,20 +200,14 @@ def run_case(case: str, quick: bool) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats and peer sources")
-    parser.add_argument("--case", help="run one case in this process")
-    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases")
-    args = parser.parse_args()
-    if args.case:
-        run_case(args.case, args.quick)
-        return
-    started = time.perf_counter()
-    lines: list[dict] = []
-    for case in args.cases.split(","):
-        lines += run_case_in_fresh_process(__file__, WORKLOAD, case, args.quick)
-    speedups(WORKLOAD, lines)
-    emit(workload=WORKLOAD, case="total", seconds=time.perf_counter() - started)
+    cases_main(
+        __file__,
+        WORKLOAD,
+        CASES,
+        run_case,
+        lambda lines: speedups(WORKLOAD, lines),
+        __doc__.splitlines()[0],
+    )
 
 
 if __name__ == "__main__":

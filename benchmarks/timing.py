@@ -153,3 +153,32 @@ def speedups(workload: str, lines: list[dict], key: str = "wall_median_ms") -> N
         return
     table = {o["name"]: {t["name"]: round(t[key] / o[key], 3) for t in theirs} for o in ours}
     emit(workload=workload, case="speedup", speedup=table)
+
+
+def cases_main(
+    script: str,
+    workload: str,
+    cases: tuple[str, ...],
+    run_case: Callable[[str, bool], None],
+    summarise: Callable[[list[dict]], None],
+    description: str,
+) -> None:
+    """The command line of a benchmark made of named cases: ``--case NAME`` runs one case in
+    this process; otherwise each of ``--cases`` (default: all) runs in a fresh interpreter,
+    then ``summarise(lines)`` and a line with the total time."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--case", help="run one case in this process")
+    parser.add_argument("--cases", default=",".join(cases), help="comma-separated cases")
+    args = parser.parse_args()
+    if args.case:
+        run_case(args.case, args.quick)
+        return
+    started = time.perf_counter()
+    lines: list[dict] = []
+    for case in args.cases.split(","):
+        lines += run_case_in_fresh_process(script, workload, case, args.quick)
+    summarise(lines)
+    emit(workload=workload, case="total", seconds=time.perf_counter() - started)
