@@ -62,7 +62,7 @@ import numpy as np
 from twinlens.backend import array_module, resolve_backend
 from twinlens.cosmology import time_delay_days
 from twinlens.fields import ValueIdentity, static_field
-from twinlens.fit.lens_equation import ImageSolver
+from twinlens.fit.lens_equation import ImageSolver, _newton_step
 from twinlens.fit.multiplane import MultiPlaneTracer
 from twinlens.fit.point_images import PointImages
 from twinlens.fit.point_sources import fermat_potential
@@ -89,7 +89,7 @@ __all__ = [
 #: the ways of scoring image positions
 POSITION_LIKELIHOODS = ("image", "source", "none")
 #: where the images seen in the imaging are placed: at the observed positions (fixed), or at
-#: the model's images nearest them (moving with the lens and the source at every step)
+#: the model's images reached from them (moving with the lens and the source at every step)
 IMAGING_POSITIONS = ("observed", "model")
 #: a masked (absent) model image is this far away, arcsec^2 / sigma^2 (finite: no inf - inf)
 _ABSENT = 1e30
@@ -313,7 +313,8 @@ def model_image_positions(
     data: PointSourceData,
     backend: str | None = None,
 ) -> Any:
-    """The model's image of the source nearest each observed image, ``(n, 2)`` arcsec.
+    """The model's image of the source that Newton's steps reach from each observed image,
+    ``(n, 2)`` arcsec.
 
     Newton's method on the lens equation ``theta - alpha(theta) = beta``, started at each
     observed position: ``theta <- theta + A^-1 (beta - beta(theta))`` with ``A = I - H``, the
@@ -334,8 +335,6 @@ def model_images(
     found one model image per observed one: every last step shorter than 1e-5 arcsec and
     unclipped, and no two positions within 1e-4 arcsec of each other. Otherwise (a source
     that makes fewer images, or an image beyond the steps' reach) ``found`` is False."""
-    from twinlens.fit.lens_equation import _newton_step
-
     b = _backend_for(tracer, point_source, backend)
     xp = array_module(b)
     theta = xp.asarray(data.positions) * 1.0
