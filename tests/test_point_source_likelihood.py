@@ -149,8 +149,10 @@ def test_backends_agree_on_every_term():
 
 
 def test_jax_gradients_against_finite_differences():
-    import jax
-    import jax.numpy as jnp
+    from twinlens.backend import jax_runtime
+
+    jax = jax_runtime.load()  # float64 on before the first array
+    jnp = jax.numpy
 
     lens, _point, data = _quad()
     pl = lens.lenses[0].mass[0]
