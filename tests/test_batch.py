@@ -147,8 +147,9 @@ def test_jax_compiles_once_per_shape_and_value():
 
 
 def test_jax_gradient_is_finite_and_matches_finite_differences():
-    import jax
+    from twinlens.backend import jax_runtime
 
+    jax = jax_runtime.load()  # float64 on before the first array
     like = _setup(n=16)
     v0 = like.reference + 0.01
     grad = np.asarray(jax.grad(like._single_jax)(jax.numpy.asarray(v0)))
