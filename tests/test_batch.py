@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from jax_loaded import jax_or_skip
 
 from twinlens.batch import ImagingLikelihood
 from twinlens.fit.imaging import simulate
@@ -147,9 +148,7 @@ def test_jax_compiles_once_per_shape_and_value():
 
 
 def test_jax_gradient_is_finite_and_matches_finite_differences():
-    from twinlens.backend import jax_runtime
-
-    jax = jax_runtime.load()  # float64 on before the first array
+    jax = jax_or_skip()
     like = _setup(n=16)
     v0 = like.reference + 0.01
     grad = np.asarray(jax.grad(like._single_jax)(jax.numpy.asarray(v0)))

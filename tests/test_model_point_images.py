@@ -9,6 +9,7 @@ import tomllib
 
 import numpy as np
 import pytest
+from jax_loaded import jax_or_skip
 
 from twinlens.batch.joint import JointLikelihood
 from twinlens.fit.imaging import Imaging, simulate
@@ -82,9 +83,7 @@ def test_newton_steps_from_the_observed_positions_reach_the_exact_images(quad, b
 
 @pytest.mark.parametrize("shift", ["fourier", "linear"])
 def test_a_traced_position_renders_as_numpy_does_and_differentiates_as_the_gaussian(shift):
-    from twinlens.backend import jax_runtime
-
-    jax = jax_runtime.load()  # float64 on before the first trace
+    jax = jax_or_skip()
     jnp = jax.numpy
 
     grid = Grid2D.uniform(40, SCALE)
@@ -145,9 +144,7 @@ def test_the_imaging_alone_finds_the_source_position(quad):
 
 
 def test_jax_gradient_through_the_moving_images_matches_finite_differences(quad):
-    from twinlens.backend import jax_runtime
-
-    jax = jax_runtime.load()  # float64 on before the first trace
+    jax = jax_or_skip()
 
     joint = _joint(quad, quad[0] + 0.01, "model", "source")
     ref = joint.reference + np.array([0.001, 0.002, -0.001])

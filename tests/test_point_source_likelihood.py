@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from jax_loaded import jax_or_skip
 
 from twinlens import Galaxy, Tracer
 from twinlens.batch.joint import JointLikelihood
@@ -149,9 +150,7 @@ def test_backends_agree_on_every_term():
 
 
 def test_jax_gradients_against_finite_differences():
-    from twinlens.backend import jax_runtime
-
-    jax = jax_runtime.load()  # float64 on before the first array
+    jax = jax_or_skip()
     jnp = jax.numpy
 
     lens, _point, data = _quad()
