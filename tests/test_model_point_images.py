@@ -281,3 +281,21 @@ def test_with_only_the_source_free_the_images_still_move(quad):
     assert out["numpy"][2] == -np.inf and out["numpy"][3] == -np.inf  # NaN; images off the field
     for b in ("numba", "jax"):
         np.testing.assert_allclose(out[b], out["numpy"], rtol=1e-10)
+    # rows rendered one at a time give the same numbers; a chunk of no rows is refused
+    np.testing.assert_array_equal(joint.batch(vectors, "numba", chunk_size=1), out["numba"])
+    with pytest.raises(ValueError, match=r"chunk_size must be an integer >= 1, got 0"):
+        joint.batch(vectors, "numba", chunk_size=0)
+
+
+def test_results_fall_back_to_the_observed_positions_when_the_best_fit_has_no_images(quad):
+    from twinlens.job.results import best_fit_point_images
+
+    theta, truth, _, _ = quad
+    psl = PointSourceLikelihood(
+        PointSourceData(theta, 0.005), "source", in_imaging=True, imaging_positions="model"
+    )
+    placed = best_fit_point_images(psl, truth, PointSource(BETA))
+    np.testing.assert_allclose(placed.positions, theta, rtol=0, atol=1e-10)
+    with pytest.warns(RuntimeWarning, match="draw the point images at the observed positions"):
+        stand_in = best_fit_point_images(psl, truth, PointSource((0.1, 0.05)))  # two images
+    assert stand_in == PointImages(theta)

@@ -37,10 +37,10 @@ from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.lens_equation import _serial_when_small
 from twinlens.fit.point_images import (
-    MIN_SEEN,
     SHIFTS,
     PointImages,
     check_point_images,
+    is_seen,
     render,
 )
 from twinlens.fit.point_source_likelihood import (
@@ -200,7 +200,10 @@ class JointLikelihood(ValueIdentity):
             out = self._point_source_rows(values, backend)
             imaging = self.imaging
             if imaging is not None and self.point_source_likelihood.images_move:
-                chunk = settings.get("chunk_size") or NUMBA_CHUNK
+                chunk = settings.get("chunk_size")
+                chunk = NUMBA_CHUNK if chunk is None else chunk
+                if not (isinstance(chunk, int) and chunk >= 1):
+                    raise ValueError(f"chunk_size must be an integer >= 1, got {chunk!r}")
                 out = out + self._imaging_rows_with_moving_images(imaging, values, backend, chunk)
             elif imaging is not None:
                 columns = self._tracer_columns
@@ -271,7 +274,7 @@ class JointLikelihood(ValueIdentity):
                     else:
                         ok[i] = False
                 columns = self._point_columns(positions)
-            ok &= np.all(columns.sum(axis=-1) >= MIN_SEEN, axis=-1)
+            ok &= np.all(is_seen(columns), axis=-1)
             if not ok.any():
                 continue
             if tracer_columns:
@@ -316,7 +319,7 @@ class JointLikelihood(ValueIdentity):
             # its gradients) finite
             positions = jnp.where(found, positions, jnp.asarray(data.positions))
             point_columns = self._point_columns(positions)
-            seen = found & jnp.all(point_columns.sum(axis=-1) >= MIN_SEEN)
+            seen = found & jnp.all(is_seen(point_columns))
             point_columns = jnp.where(seen, point_columns, self._observed_columns())
             columns = self._tracer_columns
             tracer_vector = safe[jnp.asarray(columns)] if columns else imaging.reference

@@ -45,7 +45,15 @@ from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.psf import PSF
 from twinlens.grids import Grid2D
 
-__all__ = ["MIN_SEEN", "SHIFTS", "PointImages", "check_point_images", "point_image", "render"]
+__all__ = [
+    "MIN_SEEN",
+    "SHIFTS",
+    "PointImages",
+    "check_point_images",
+    "is_seen",
+    "point_image",
+    "render",
+]
 
 #: the rules that place a kernel between pixel centres (module notes), the default first
 SHIFTS = ("fourier", "linear")
@@ -118,7 +126,7 @@ def _columns(images: PointImages, dataset: Any) -> np.ndarray:
     # an image none of whose light reaches the fitted pixels has no data to fix its flux: the
     # solve would return 0 for it, which reads as a measurement
     seen = out.sum(axis=1)
-    for k in np.flatnonzero(seen < MIN_SEEN):
+    for k in np.flatnonzero(~is_seen(out)):
         x, y = images.positions[k]
         raise ValueError(
             f"PointImages.positions[{k}] = ({x:g}, {y:g}) arcsec puts {seen[k]:.2g} of the "
@@ -128,6 +136,13 @@ def _columns(images: PointImages, dataset: Any) -> np.ndarray:
     out = np.ascontiguousarray(out)
     out.flags.writeable = False
     return out
+
+
+def is_seen(columns: Any) -> Any:
+    """Whether each unit-flux image of ``columns (..., n_images, n_pixels)`` puts at least
+    ``MIN_SEEN`` of its light in those pixels, ``(..., n_images)``: else no pixel measures its
+    flux (numpy or JAX arrays)."""
+    return columns.sum(axis=-1) >= MIN_SEEN
 
 
 def point_image(psf: PSF, grid: Grid2D, x: float, y: float, shift: str = "fourier") -> np.ndarray:

@@ -25,6 +25,7 @@ its errors, and no COOLEST file is written.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
@@ -40,6 +41,7 @@ from twinlens.job import plots
 from twinlens.model import Model, get_path, parameter_paths
 
 __all__ = [
+    "best_fit_point_images",
     "einstein_radii",
     "is_point_estimate",
     "summary_table",
@@ -66,6 +68,22 @@ def is_point_estimate(result: Any) -> bool:
     """Whether ``result`` is one point (the ``map`` optimiser's maximum posterior, or any
     result of a single sample) rather than posterior samples: it has no intervals."""
     return result.name == "map" or result.samples.shape[0] <= 1
+
+
+def best_fit_point_images(likelihood: Any, tracer: Any, point_source: Any) -> Any:
+    """The point images the imaging held at the best fit (None without ``in_imaging``). Should
+    the model's images not be found there on numpy (the search ran on another backend, at the
+    edge of the steps' test), the observed positions stand in, with a warning: a finished
+    search's files are always written."""
+    try:
+        return likelihood.point_images_at(tracer, point_source)
+    except ValueError as err:
+        warnings.warn(
+            f"{err}; the results draw the point images at the observed positions",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return dataclasses.replace(likelihood, imaging_positions="observed").point_images
 
 
 def summary_warnings(
@@ -324,7 +342,7 @@ def write_results(
         seen = None
         if point_config is not None:  # the images the imaging held at the best fit
             best_source = model.point_source_instance(result.max_likelihood)
-            seen = point_config.likelihood.point_images_at(best, best_source)
+            seen = best_fit_point_images(point_config.likelihood, best, best_source)
         fit = FitImaging(dataset, best, "numpy", seen)
         solved = fit.solved_tracer
         chi_squared, n_pixels = float(fit.chi_squared), int(dataset.mask_index.size)
