@@ -12,7 +12,8 @@ The lens is W4's EPL (theta_E 1.2", slope 2.2, q 0.8, angle 30 deg) plus externa
   once, the grid mapped again in every call (as in a fit, where the lens changes each call);
 * ``twinlens numba loop``: one call per source, the mapped grid reused (a user's loop);
 * ``twinlens jax batch``: ``jax.jit`` of a function of the lens parameters (traced) and the
-  sources, solved in ``lax.map`` batches of ``vmap`` over 32 sources; compile time apart;
+  sources, solved in ``lax.map`` batches of ``vmap`` over 32 sources; compile time apart
+  (case ``jax-batch-N``: batches of N sources, for a GPU, where wider batches pay);
 * ``lenstronomy EPL`` and ``lenstronomy EPL_NUMBA``: ``image_position_from_source`` with its
   default settings, one call per source, on a subset of the sources (timed per source and
   scaled to 1,000), with the image-count agreement and largest position difference from ours.
@@ -106,12 +107,12 @@ def _threads() -> int:
     return int(numba.get_num_threads())
 
 
-def case_jax(quick: bool) -> None:
+def case_jax(quick: bool, batch_size: int | None = None) -> None:
     from twinlens.backend import jax_runtime
     from twinlens.fit.lens_equation import ImageSolver
 
     jax = jax_runtime.load()
-    solver = ImageSolver()
+    solver = ImageSolver() if batch_size is None else ImageSolver(batch_size=batch_size)
     src = jax.numpy.asarray(sources())
     values = jax.numpy.asarray(list(LENS.values()))
 
@@ -193,6 +194,8 @@ def run_case(case: str, quick: bool) -> None:
         case_numba(quick, loop=True)
     elif case == "jax-batch":
         case_jax(quick)
+    elif case.startswith("jax-batch-") and case.removeprefix("jax-batch-").isdigit():
+        case_jax(quick, int(case.removeprefix("jax-batch-")))
     elif case.startswith("lenstronomy-"):
         case_lenstronomy(quick, case.split("-", 1)[1])
     else:

@@ -19,6 +19,15 @@ def _jax():
     return sys.modules.get("jax")
 
 
+def _tracer_type(jax: Any) -> type:
+    """JAX's tracer class: public as ``jax.core.Tracer`` today; newer releases are moving
+    ``jax.core`` symbols out, so fall back to where the class is defined."""
+    tracer = getattr(jax.core, "Tracer", None)
+    if tracer is None:
+        from jax._src.core import Tracer as tracer
+    return tracer
+
+
 def is_jax_array(x: Any) -> bool:
     """True for a JAX array or a JAX tracer."""
     jax = _jax()
@@ -28,7 +37,7 @@ def is_jax_array(x: Any) -> bool:
 def is_tracer(x: Any) -> bool:
     """True for a JAX tracer (a value being traced by jit, vmap or grad)."""
     jax = _jax()
-    return jax is not None and isinstance(x, jax.core.Tracer)
+    return jax is not None and isinstance(x, _tracer_type(jax))
 
 
 def any_jax(*xs: Any) -> bool:
@@ -67,4 +76,4 @@ def is_concrete(x: Any) -> bool:
     if isinstance(x, (np.ndarray, *_CONCRETE_SCALARS)):
         return True
     jax = _jax()
-    return jax is not None and isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+    return jax is not None and isinstance(x, jax.Array) and not isinstance(x, _tracer_type(jax))
