@@ -151,7 +151,8 @@ def jaxtronomy_w(like: ImagingLikelihood) -> dict:
     callable, blocked), "chi2", "first_call_s" (the first jitted call: trace, compile, run),
     "batch" (callable(n): ``jit(vmap)`` over n perturbed parameter sets), "batch_compile"
     (callable(n): compiles that ahead of time, after which ``batch(n)`` runs the compiled
-    program; returns ``{"compile_s", "memory_bytes"}``), "version"}``."""
+    program; returns ``{"compile_s", "memory_bytes"}``), "hlo" (callable: the single program's
+    optimised HLO text), "version"}``."""
     require("jaxtronomy")
     import time
 
@@ -223,6 +224,7 @@ def jaxtronomy_w(like: ImagingLikelihood) -> dict:
 
     return {
         "jit": jit_call,
+        "hlo": lambda: single.lower(kl, ks, kll).compile().as_text(),
         "chi2": chi2,
         "first_call_s": first_call_s,
         "batch": batch,
