@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from timing import emit
 from workloads import perturbed, w5_likelihood
 
@@ -108,7 +109,18 @@ def main() -> None:
         **device_profile(jax, compiled_only, args.calls),
     )
     n = args.batch
-    vectors = jax.device_put(perturbed(like, n))
+    host_vectors = perturbed(like, n)
+    vectors = jax.device_put(host_vectors)
+    small = jax.device_put(np.zeros(2))
+    device = jax.devices()[0]
+    emit(
+        workload="W5 profile",
+        name="call overheads",
+        device_put_us=per_call_us(lambda: jax.block_until_ready(jax.device_put(vector)), 500),
+        read_back_us=per_call_us(lambda: np.asarray(small + 1.0), 500),
+        memory_stats_us=per_call_us(lambda: getattr(device, "memory_stats", lambda: None)(), 500),
+        batch_user_call_us=per_call_us(lambda: like.batch(host_vectors, "jax"), 50),
+    )
 
     def batch_only() -> Any:
         return jax.block_until_ready(_jax_batch()(like, vectors, vmap_width(), memo_on))

@@ -331,19 +331,28 @@ def vmap_width() -> int:
 
 
 def _counted(likelihood: Any) -> Any:
-    """``vector -> (log L, n)``: the likelihood's JAX evaluation and how many of its
+    """``vector -> [log L, n]``: the likelihood's JAX evaluation and how many of its
     non-negative least-squares solves ran out of steps (a program cannot warn; the caller
-    does, with :func:`run_jax`)."""
-    return counting(likelihood._single_jax)
+    does, with :func:`run_jax`), in one array: on a GPU every array read back is a round trip
+    to the device, which cost more than a W5 evaluation itself (docs/benchmarks.rst)."""
+    counted = counting(likelihood._single_jax)
+
+    def packed(vector: Any) -> Any:
+        from twinlens.backend import jax_runtime
+
+        jnp = jax_runtime.load().numpy
+        log_l, unconverged = counted(vector)
+        return jnp.stack([log_l, jnp.asarray(unconverged, dtype=log_l.dtype)])
+
+    return packed
 
 
 def run_jax(program: Any, *args: Any, n: int | None = None) -> np.ndarray:
     """Run a program of :func:`_jax_single` or :func:`_jax_batch`: the ``log L`` of its first
     ``n`` vectors (the rest pad a chunk), after a warning if any of their solves ran out of
     steps."""
-    log_l, unconverged = program(*args)
-    log_l = np.atleast_1d(np.asarray(log_l))[:n]
-    unconverged = np.atleast_1d(np.asarray(unconverged))[:n]
+    out = np.asarray(program(*args)).reshape(-1, 2)[:n]
+    log_l, unconverged = out[:, 0], out[:, 1]
     if unconverged.any():
         warn_unconverged(
             int(np.count_nonzero(unconverged)), f"{unconverged.size} likelihood evaluations"
