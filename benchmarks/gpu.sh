@@ -28,7 +28,7 @@ print(json.dumps({'python': platform.python_version(), 'jax': jax.__version__,
   'numba': numba.__version__, 'numpy': numpy.__version__, 'cpus': os.cpu_count(),
   'devices': [str(d) for d in jax.devices()]}))"
 step p1 180 "$py" point_sources.py --quick \
-    --cases jax-batch,jax-batch-1000,numba-batch,lenstronomy-EPL_NUMBA
+    --cases jax-batch,jax-batch-32,numba-batch,lenstronomy-EPL_NUMBA
 for case in twinlens:jax jaxtronomy:jit; do
     step w5 75 "$py" likelihood.py --quick --case "W5:$case"
 done

@@ -15,10 +15,16 @@ new vector (16 vectors near the truth, in turn):
 * ``twinlens numpy`` and ``twinlens numba`` (1 and 2 threads): ``like(vector, backend)``;
 * ``twinlens jax-eager``: the model at one vector, with constant parameters, evaluated op by op
   without ``jit`` (memo off: a constant model would otherwise be recalled whole);
-* ``twinlens jax-jit``: ``like(vector, "jax")``, a ``jax.jit`` program with the vector traced,
-  as a JAX search runs it (the JAX headline); its first call (trace, compile, one run) apart;
+* ``twinlens jax-jit``: ``like(vector, "jax")``, a ``jax.jit`` program with the vector traced
+  (the JAX headline); its first call (trace, compile, one run) apart. The call copies the
+  vector to the device and the value back, which on a GPU costs more than the evaluation;
+* ``twinlens jax-jit device``: the same evaluation as a JAX search runs it, and as the
+  JAXtronomy line is timed: ``jax.jit`` of the likelihood's traced function on a vector
+  already on the device, blocked until done, the result left there;
 * ``twinlens numba batch`` (1 and 2 threads) and ``twinlens jax batch``:
-  ``like.batch(vectors, backend)`` for 64 vectors (and 1024 without ``--quick``);
+  ``like.batch(vectors, backend)`` for 64 vectors (and 1024 without ``--quick``), and
+  ``twinlens jax device`` (a batch): ``jit(vmap)`` of the traced function on vectors already
+  on the device, as the JAXtronomy batch line is timed;
 * ``lenstronomy numpy``, ``jaxtronomy jit`` and ``jaxtronomy jit-vmap`` (a batch) where
   installed (see :mod:`imaging_peers`), each with its chi-squared at the truth against ours.
 
@@ -50,6 +56,7 @@ from timing import (
 from workloads import IMAGING, jax_chunks_seen, perturbed
 
 from twinlens import memo
+from twinlens.backend import jax_runtime
 
 OURS = ("numpy", "numba", "jax", "numba-batch", "jax-batch")
 PEERS = (("lenstronomy", "numpy"), ("jaxtronomy", "jit"), ("jaxtronomy", "jit-vmap"))
@@ -136,7 +143,6 @@ def run_ours(workload: str, variant: str, quick: bool) -> None:
                 memo=_memo(),
             )
     elif variant == "jax":
-        from twinlens.backend import jax_runtime
         from twinlens.fit.likelihood import blurred_terms, solve_and_score
 
         jax_runtime.load()
@@ -171,6 +177,22 @@ def run_ours(workload: str, variant: str, quick: bool) -> None:
             log_l=like(like.reference, "jax"),
             memo=_memo(),
         )
+        # as a JAX search runs it, and as JAXtronomy's jit line is timed: the vector already
+        # on the device and the result left there (no copy either way)
+        jax = jax_runtime.load()
+        program = jax.jit(like._single_jax)
+        on_device = [jax.device_put(v) for v in vectors]
+        call = lambda: program(on_device[next(turn)]).block_until_ready()  # noqa: E731
+        first, timed = _time(call, quick)
+        _line(
+            workload,
+            "twinlens",
+            "jax-jit device",
+            **common,
+            first_call_s=first,
+            compile_s=compile_estimate(first, timed),
+            **timed,
+        )
     elif variant in ("numba-batch", "jax-batch"):
         backend = variant.split("-")[0]
         for n in batch_sizes(quick):
@@ -186,6 +208,21 @@ def run_ours(workload: str, variant: str, quick: bool) -> None:
                     "jax",
                     **fields,
                     chunk=max(chunks, default=None),
+                    first_call_s=first,
+                    compile_s=compile_estimate(first, timed),
+                    **timed,
+                )
+                # as jaxtronomy jit-vmap is timed: jit(vmap) on vectors already on the device
+                jax = jax_runtime.load()
+                program = jax.jit(jax.vmap(like._single_jax))
+                on_device = jax.device_put(stack)
+                call = lambda d=on_device, p=program: p(d).block_until_ready()  # noqa: E731
+                first, timed = _time(call, quick, least=2)
+                _line(
+                    workload,
+                    "twinlens",
+                    "jax device",
+                    **fields,
                     first_call_s=first,
                     compile_s=compile_estimate(first, timed),
                     **timed,

@@ -12,8 +12,8 @@ The lens is W4's EPL (theta_E 1.2", slope 2.2, q 0.8, angle 30 deg) plus externa
   once, the grid mapped again in every call (as in a fit, where the lens changes each call);
 * ``twinlens numba loop``: one call per source, the mapped grid reused (a user's loop);
 * ``twinlens jax batch``: ``jax.jit`` of a function of the lens parameters (traced) and the
-  sources, solved in ``lax.map`` batches of ``vmap`` over 32 sources; compile time apart
-  (case ``jax-batch-N``: batches of N sources, for a GPU, where wider batches pay);
+  sources, solved in ``lax.map`` steps of ``vmap`` over the solver's default width (32 sources
+  on a CPU, 1024 on a GPU); compile time apart (case ``jax-batch-N``: steps of N sources);
 * ``lenstronomy EPL`` and ``lenstronomy EPL_NUMBA``: ``image_position_from_source`` with its
   default settings, one call per source, on a subset of the sources (timed per source and
   scaled to 1,000), with the image-count agreement and largest position difference from ours.
@@ -109,7 +109,7 @@ def _threads() -> int:
 
 def case_jax(quick: bool, batch_size: int | None = None) -> None:
     from twinlens.backend import jax_runtime
-    from twinlens.fit.lens_equation import ImageSolver
+    from twinlens.fit.lens_equation import ImageSolver, jax_batch_size
 
     jax = jax_runtime.load()
     solver = ImageSolver() if batch_size is None else ImageSolver(batch_size=batch_size)
@@ -132,7 +132,7 @@ def case_jax(quick: bool, batch_size: int | None = None) -> None:
         "twinlens jax batch",
         "twinlens",
         device=str(jax.devices()[0]),
-        batch_size=solver.batch_size,
+        batch_size=jax_batch_size(solver),
         first_call_s=first,
         compile_s=compile_estimate(first, timed),
         images=np.bincount(counts).tolist(),

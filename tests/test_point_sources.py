@@ -317,6 +317,24 @@ def test_numba_and_jax_agree():
     np.testing.assert_array_equal(np.asarray(b.parities), a.parities)
 
 
+def test_jax_step_width_changes_nothing_but_the_schedule():
+    jax_or_skip()
+    from twinlens.fit.lens_equation import CPU_BATCH, jax_batch_size
+
+    assert jax_batch_size(ImageSolver()) == CPU_BATCH  # the suite runs JAX on the CPU
+    wide = ImageSolver(cells=151).solve(QUAD_LENS, QUAD_SOURCES, backend="jax")
+    # 5 sources in steps of 2: two full steps and a remainder
+    narrow = ImageSolver(cells=151, batch_size=2).solve(QUAD_LENS, QUAD_SOURCES, backend="jax")
+    for a, b in zip(wide, narrow, strict=True):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.dtype.kind == "f":  # the vector width changes the rounding, nothing more
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        else:
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match=r"ImageSolver\.batch_size must be an int >= 1"):
+        ImageSolver(batch_size=0)
+
+
 def test_jax_jit_and_vmap_over_sources_and_lens_parameters():
     jax = jax_or_skip()
     import jax.numpy as jnp

@@ -143,9 +143,11 @@ class ImageSolver(ValueIdentity):
     tolerance : float
         Largest source-plane residual ``|theta - alpha(theta) - beta|`` of an image, arcsec,
         > 0 (default 1e-10).
-    batch_size : int
-        Sources per step of ``jax.lax.map`` for a batch of sources on JAX, 1 to 65536 (memory
-        grows as ``batch_size * 2 cells^2``).
+    batch_size : int or None
+        Sources per step of ``jax.lax.map`` for a batch of sources on JAX, 1 to 65536 (about
+        0.5 MB each with the default ``cells``). None (default): 32 on a CPU, where wider steps
+        only move more memory, and 1024 on an accelerator, where the width is the speed
+        (:func:`jax_batch_size`).
     """
 
     window: float = static_field(default=4.0)
@@ -154,7 +156,7 @@ class ImageSolver(ValueIdentity):
     max_images: int = static_field(default=5)
     newton_iterations: int = static_field(default=20)
     tolerance: float = static_field(default=1e-10)
-    batch_size: int = static_field(default=32)
+    batch_size: int | None = static_field(default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -164,7 +166,8 @@ class ImageSolver(ValueIdentity):
         check_count(self, "max_images", self.max_images, 1, 64)
         check_count(self, "newton_iterations", self.newton_iterations, 1, 200)
         check_range(self, "tolerance", self.tolerance, 0.0, 1.0, low_open=True)
-        check_count(self, "batch_size", self.batch_size, 1, 65536)
+        if self.batch_size is not None:
+            check_count(self, "batch_size", self.batch_size, 1, 65536)
 
     # -- the grid ---------------------------------------------------------------------------
 
@@ -537,6 +540,22 @@ def _jax_program() -> Any:
     return _PROGRAM
 
 
+#: sources per ``lax.map`` step when the solver leaves it open: P1 (docs/benchmarks.rst) on an
+#: H200 solved 1,000 sources in 29 ms in steps of 32 and in 1.8 ms in one step of 1,000, while
+#: on 2 CPU cores the wide step was 2x slower
+CPU_BATCH, ACCELERATOR_BATCH = 32, 1024
+
+
+def jax_batch_size(solver: ImageSolver) -> int:
+    """Sources per ``lax.map`` step: the solver's ``batch_size``, else by JAX's device."""
+    if solver.batch_size is not None:
+        return solver.batch_size
+    from twinlens.backend import jax_runtime
+
+    on_cpu = jax_runtime.load().default_backend() == "cpu"
+    return CPU_BATCH if on_cpu else ACCELERATOR_BATCH
+
+
 def _solve_jax(solver: ImageSolver, tracer: Tracer, source: Any) -> Images:
     import jax
     import jax.numpy as jnp
@@ -584,6 +603,6 @@ def _solve_jax(solver: ImageSolver, tracer: Tracer, source: Any) -> Images:
     if src.ndim == 1:
         return one(src)
     flat = src.reshape(-1, 2)
-    out = jax.lax.map(one, flat, batch_size=min(solver.batch_size, flat.shape[0]))
+    out = jax.lax.map(one, flat, batch_size=min(jax_batch_size(solver), flat.shape[0]))
     batch = src.shape[:-1]
     return Images(*(a.reshape(*batch, *a.shape[1:]) for a in out))
