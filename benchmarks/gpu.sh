@@ -32,8 +32,8 @@ step p1 180 "$py" point_sources.py --quick \
 for case in twinlens:jax jaxtronomy:jit; do
     step w5 75 "$py" likelihood.py --quick --case "W5:$case"
 done
-for case in twinlens:jax-batch jaxtronomy:jit-vmap; do
-    step w5_batch 75 "$py" likelihood.py --quick --case "W5:$case"
+for case in twinlens:jax-batch jaxtronomy:jit-vmap; do  # batches of 64 and 1024
+    step w5_batch 110 "$py" likelihood.py --case "W5:$case"
 done
 for w in W1 W2; do
     for case in twinlens:jax jaxtronomy:jit; do
