@@ -5,7 +5,7 @@ sub-pixels).
 
 For batches of 64 to 16,384 parameter vectors (float64), one JSON line each: the first call
 (compile included), the steady-state time (median of repeats), evaluations per second, the
-chunk size the memory budget chose, and XLA's memory estimate for one chunk's program divided
+chunk size the library chose (its memory budget, down to a power of two), and XLA's memory estimate for one chunk's program divided
 by its vectors. Stops starting new batches after ``--budget`` seconds (default 270). Run on
 the GPU machine:
 
@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 from timing import call_times, emit
-from workloads import w5_likelihood
+from workloads import jax_chunks_seen, w5_likelihood
 
 from twinlens import memo
 from twinlens.backend import jax_runtime
@@ -61,10 +61,11 @@ def main() -> None:
             emit(workload="W5 GPU", case="batch", batch=n, skipped="time budget")
             continue
         vectors = like.reference + 1e-4 * rng.normal(size=(n, like.n_params))
-        chunk = min(like.chunk_size("jax"), 1 << (n - 1).bit_length())
         t0 = time.perf_counter()
-        values = like.batch(vectors, "jax")
+        with jax_chunks_seen() as chunks:  # the chunk the library chose for this batch
+            values = like.batch(vectors, "jax")
         first = time.perf_counter() - t0
+        chunk = max(chunks)
         steady = float(np.median(call_times(lambda v=vectors: like.batch(v, "jax"), 3, 0)))
         compiled = (
             _jax_batch()
