@@ -5,9 +5,9 @@ sub-pixels).
 
 For batches of 64 to 16,384 parameter vectors (float64), one JSON line each: the first call
 (compile included), the steady-state time (median of repeats), evaluations per second, the
-chunk size the library chose (its memory budget, down to a power of two), and XLA's memory estimate for one chunk's program divided
-by its vectors. Stops starting new batches after ``--budget`` seconds (default 270). Run on
-the GPU machine:
+chunk size the library chose (its memory budget, down to a power of two), and XLA's memory
+estimate for one chunk's program divided by its vectors. Stops starting new batches after
+``--budget`` seconds (default 270). Run on the GPU machine:
 
     pip install -e '.[gpu]' && python benchmarks/gpu_w5.py
 
