@@ -541,8 +541,8 @@ def _jax_program() -> Any:
 
 
 #: sources per ``lax.map`` step when the solver leaves it open: P1 (docs/benchmarks.rst) on an
-#: H200 solved 1,000 sources in 29 ms in steps of 32 and in 1.8 ms in one step of 1,000, while
-#: on 2 CPU cores the wide step was 2x slower
+#: H200 solved 1,000 sources in 29-33 ms in steps of 32 and in 1.7-1.8 ms in one step, while on
+#: 2 CPU cores the one step was 2x slower
 CPU_BATCH, ACCELERATOR_BATCH = 32, 1024
 
 
