@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from jax_loaded import jax_or_skip
 
+from twinlens.backend.concrete import batched
 from twinlens.batch.joint import JointLikelihood
 from twinlens.fit.imaging import Imaging, simulate
 from twinlens.fit.lens_equation import ImageSolver
@@ -180,6 +181,49 @@ def test_a_source_that_makes_two_images_of_an_observed_quad_gives_minus_inf(quad
     for backend in ("numba", "jax"):
         out = joint.batch(vectors, backend)
         assert np.isfinite(out[0]) and out[1] == -np.inf
+
+
+def test_a_batch_of_models_finds_each_members_images_as_alone(quad):
+    # the joint's rows on numba and numpy take one batch of Newton steps for all the rows:
+    # each member's positions and flag are those of its own model, stepped alone
+    theta = quad[0]
+    data = PointSourceData(theta, 0.005)
+    radii = (0.98, 1.0, 1.02)
+    betas = ((0.02, 0.01), (0.1, 0.05), (0.025, 0.005))  # the second makes two images
+
+    def lens(radius):
+        return Tracer(
+            Galaxy(mass=[SIE((0.0, 0.0), (0.15, -0.05), radius), ExternalShear(0.04, -0.02)])
+        )
+
+    members = PointSource((batched([b[0] for b in betas]), batched([b[1] for b in betas])))
+    for backend in ("numpy", "numba"):
+        positions, found = model_images(lens(batched(radii)), members, data, backend)
+        assert positions.shape == (3, 4, 2) and found.tolist() == [True, False, True]
+        for k in range(3):
+            alone, ok = model_images(lens(radii[k]), PointSource(betas[k]), data, backend)
+            assert bool(ok) == bool(found[k])
+            np.testing.assert_array_equal(positions[k], alone)
+
+
+def test_rows_out_of_range_or_without_images_are_minus_inf_and_leave_the_others(quad):
+    joint = _joint(quad, quad[0], "model", "source")
+    ref = joint.reference
+    rows = np.stack(
+        [
+            ref,
+            [np.nan, *ref[1:]],
+            [-1.0, *ref[1:]],  # a negative Einstein radius: outside its range
+            [ref[0], 0.1, 0.05],  # a source outside the caustic: two images, not four
+            ref + np.array([0.002, 0.003, -0.002]),
+        ]
+    )
+    out = joint.batch(rows, "numba")
+    assert out[1] == out[2] == out[3] == -np.inf
+    # the valid rows as JAX evaluates them one at a time (its own program, row by row)
+    jax_or_skip()
+    for k in (0, 4):
+        assert out[k] == pytest.approx(joint(rows[k], "jax"), rel=1e-10)
 
 
 def test_model_placement_needs_the_images_in_the_imaging():

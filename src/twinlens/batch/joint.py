@@ -24,6 +24,7 @@ import numpy as np
 
 from twinlens import memo
 from twinlens.backend import resolve_backend
+from twinlens.backend.concrete import batched
 from twinlens.batch.likelihood import (
     NUMBA_CHUNK,
     ImagingLikelihood,
@@ -246,33 +247,51 @@ class JointLikelihood(ValueIdentity):
         positions = self.point_source_likelihood.data.positions
         return PointImages(positions).columns(self.dataset)
 
+    def _model_image_rows(self, rows: np.ndarray, backend: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions (n_rows, n_images, 2), ok)``: each row's model images, found by one
+        batch of Newton steps for all the rows (a row's members are
+        :func:`~twinlens.backend.concrete.batched` columns: the same numbers as row by row, at
+        one set of kernel calls per step instead of one per row); the observed positions and
+        ``ok`` False where a row is not finite, outside a parameter's range, or its images were
+        not found."""
+        data = self.point_source_likelihood.data
+        n_rows, n_images = len(rows), data.n_images
+        ok = np.all(np.isfinite(rows), axis=1)
+        safe = np.where(ok[:, None], rows, self.reference[None, :])
+        tracer_values, point_values = self._split(
+            [batched(safe[:, j]) for j in range(len(self.free))]
+        )
+        with collect_validity() as conditions:
+            tracer = set_paths(self.model, tracer_values, False)
+            point = set_paths(self.point_source, point_values, False)
+        for c in conditions:
+            ok &= np.broadcast_to(np.asarray(c, dtype=bool).reshape(-1), ok.shape)
+        if not ok.all():  # rebuilt with the reference in the rows out of range
+            safe = np.where(ok[:, None], rows, self.reference[None, :])
+            tracer_values, point_values = self._split(
+                [batched(safe[:, j]) for j in range(len(self.free))]
+            )
+            tracer = set_paths(self.model, tracer_values, False)
+            point = set_paths(self.point_source, point_values, False)
+        p, found = model_images(tracer, point, data, backend)
+        # without free lens or source parameters every row has the same images
+        p = np.broadcast_to(np.asarray(p, dtype=float), (n_rows, n_images, 2))
+        ok &= np.broadcast_to(np.asarray(found, dtype=bool), (n_rows,))
+        positions = np.where(ok[:, None, None], p, data.positions[None])
+        return positions, ok
+
     def _imaging_rows_with_moving_images(
         self, imaging: ImagingLikelihood, values: np.ndarray, backend: str, chunk: int
     ) -> np.ndarray:
         """The imaging term of each row, its point images at the model's positions (numba and
         numpy), ``chunk`` rows at a time: ``-inf`` where the model's images are not found or
         one leaves the fitted pixels."""
-        data = self.point_source_likelihood.data
         tracer_columns = self._tracer_columns
         out = np.full(len(values), -np.inf)
         for s in range(0, len(values), chunk):
             rows = values[s : s + chunk]
-            positions = np.repeat(data.positions[None], len(rows), axis=0)
-            ok = np.all(np.isfinite(rows), axis=1)
             with _serial_when_small(1, backend), np.errstate(all="ignore"):
-                for i in np.flatnonzero(ok):
-                    tracer_values, point_values = self._split([float(x) for x in rows[i]])
-                    try:
-                        tracer = set_paths(self.model, tracer_values, False)
-                        point = set_paths(self.point_source, point_values, False)
-                    except (TypeError, ValueError):  # outside a parameter's range
-                        ok[i] = False
-                        continue
-                    p, found = model_images(tracer, point, data, backend)
-                    if found:
-                        positions[i] = p
-                    else:
-                        ok[i] = False
+                positions, ok = self._model_image_rows(rows, backend)
                 columns = self._point_columns(positions)
             ok &= np.all(is_seen(columns), axis=-1)
             if not ok.any():

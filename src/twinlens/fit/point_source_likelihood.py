@@ -334,7 +334,10 @@ def model_images(
     """``(positions (n, 2), found)``: :func:`model_image_positions`, and whether the steps
     found one model image per observed one: every last step shorter than 1e-5 arcsec and
     unclipped, and no two positions within 1e-4 arcsec of each other. Otherwise (a source
-    that makes fewer images, or an image beyond the steps' reach) ``found`` is False."""
+    that makes fewer images, or an image beyond the steps' reach) ``found`` is False.
+
+    With :func:`~twinlens.backend.concrete.batched` parameters (a batch of models on numba or
+    numpy) the positions are ``(n_batch, n, 2)`` and ``found`` one flag per member."""
     b = _backend_for(tracer, point_source, backend)
     xp = array_module(b)
     theta = xp.asarray(data.positions) * 1.0
@@ -344,11 +347,16 @@ def model_images(
     for _ in range(NEWTON_STEPS):
         x, y, size, clipped = _newton_step(tracer, x, y, sx, sy, _MAX_STEP, b, xp)
     positions = xp.stack([x, y], -1)
-    found = xp.all(xp.isfinite(positions)) & xp.all(size < _FOUND_STEP) & ~xp.any(clipped)
+    # reduced over each member's images only (the last axes), so a batch keeps one flag each
+    found = (
+        xp.all(xp.isfinite(positions), axis=(-2, -1))
+        & xp.all(size < _FOUND_STEP, axis=-1)
+        & ~xp.any(clipped, axis=-1)
+    )
     if data.n_images > 1:
         i, j = np.triu_indices(data.n_images, 1)
-        gap = xp.hypot(x[i] - x[j], y[i] - y[j])
-        found = found & xp.all(gap > _DISTINCT)
+        gap = xp.hypot(x[..., i] - x[..., j], y[..., i] - y[..., j])
+        found = found & xp.all(gap > _DISTINCT, axis=-1)
     return positions, found
 
 
