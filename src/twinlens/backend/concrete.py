@@ -22,9 +22,11 @@ def _jax():
 def _tracer_type(jax: Any) -> type:
     """JAX's tracer class: public as ``jax.core.Tracer`` today; newer releases are moving
     ``jax.core`` symbols out, so fall back to where the class is defined."""
-    tracer = getattr(jax.core, "Tracer", None)
+    tracer: type | None = getattr(jax.core, "Tracer", None)
     if tracer is None:
-        from jax._src.core import Tracer as tracer
+        from jax._src.core import Tracer
+
+        tracer = Tracer
     return tracer
 
 
