@@ -256,23 +256,23 @@ class JointLikelihood(ValueIdentity):
         not found."""
         data = self.point_source_likelihood.data
         n_rows, n_images = len(rows), data.n_images
-        ok = np.all(np.isfinite(rows), axis=1)
-        safe = np.where(ok[:, None], rows, self.reference[None, :])
-        tracer_values, point_values = self._split(
-            [batched(safe[:, j]) for j in range(len(self.free))]
-        )
+
+        def members(ok: np.ndarray) -> tuple[Tracer, PointSource]:
+            # the rows as one batch of models, the reference standing in where not ok
+            safe = np.where(ok[:, None], rows, self.reference[None, :])
+            tracer_values, point_values = self._split([batched(c) for c in safe.T])
+            return set_paths(self.model, tracer_values, False), set_paths(
+                self.point_source, point_values, False
+            )
+
+        finite = np.all(np.isfinite(rows), axis=1)
+        ok = finite.copy()
         with collect_validity() as conditions:
-            tracer = set_paths(self.model, tracer_values, False)
-            point = set_paths(self.point_source, point_values, False)
+            tracer, point = members(finite)
         for c in conditions:
             ok &= np.broadcast_to(np.asarray(c, dtype=bool).reshape(-1), ok.shape)
-        if not ok.all():  # rebuilt with the reference in the rows out of range
-            safe = np.where(ok[:, None], rows, self.reference[None, :])
-            tracer_values, point_values = self._split(
-                [batched(safe[:, j]) for j in range(len(self.free))]
-            )
-            tracer = set_paths(self.model, tracer_values, False)
-            point = set_paths(self.point_source, point_values, False)
+        if (ok != finite).any():  # rebuilt with the reference in the rows out of range
+            tracer, point = members(ok)
         p, found = model_images(tracer, point, data, backend)
         # without free lens or source parameters every row has the same images
         p = np.broadcast_to(np.asarray(p, dtype=float), (n_rows, n_images, 2))
