@@ -13,6 +13,8 @@ are scored in the source plane. Each case runs in a fresh interpreter and prints
 
 * ``numba observed`` and ``numba model`` (1 and 2 threads): ``joint(vector, "numba")``, the
   images fixed at the observed positions, or at the model's (``imaging_positions = "model"``);
+* ``numba observed batch`` and ``numba model batch`` (1 and 2 threads): ``joint.batch`` of 64
+  vectors per call, as a sampler calls it (``ms_per_eval``: the call's time over 64);
 * ``jax observed`` and ``jax model``: ``joint(vector, "jax")``, a ``jax.jit`` program of the
   vector; its first call (trace, compile, one run) apart.
 
@@ -29,7 +31,15 @@ import numpy as np
 from timing import cases_main, compile_estimate, emit, first_call, measure
 
 WORKLOAD = "P2"
-CASES = ("numba-observed", "numba-model", "jax-observed", "jax-model")
+CASES = (
+    "numba-observed",
+    "numba-model",
+    "numba-observed-batch",
+    "numba-model-batch",
+    "jax-observed",
+    "jax-model",
+)
+BATCH = 64
 BETA = (0.02, 0.01)
 FLUXES = (40.0, 25.0, 15.0, 10.0)
 FREE = (
@@ -77,13 +87,16 @@ def joint(placed: str) -> Any:
 
 
 def run_case(case: str, quick: bool) -> None:
-    backend, placed = case.split("-")
+    backend, placed, *batch = case.split("-")
     like = joint(placed)
     rng = np.random.default_rng(0)
     vectors = like.reference + 1e-4 * rng.standard_normal((16, like.n_params))
+    stack = like.reference + 1e-4 * rng.standard_normal((BATCH, like.n_params))
     turn = iter(range(1 << 30))
 
-    def call() -> float:
+    def call() -> Any:
+        if batch:
+            return like.batch(stack, backend)
         return like(vectors[next(turn) % len(vectors)], backend)
 
     repeats = 10 if quick else 40
@@ -93,14 +106,17 @@ def run_case(case: str, quick: bool) -> None:
         first = {"first_call_s": first_call(call)}  # compiling: the first thread count's
         for threads in (1, 2):
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            timed = measure(call, repeats)
+            per = {"batch": BATCH, "ms_per_eval": timed["wall_median_ms"] / BATCH} if batch else {}
             emit(
                 workload=WORKLOAD,
-                name=f"{backend} {placed} {threads}t",
+                name=f"{backend} {placed}{' batch' if batch else ''} {threads}t",
                 backend=backend,
                 placed=placed,
                 threads=threads,
                 **first,
-                **measure(call, repeats),
+                **timed,
+                **per,
             )
             first = {}
     else:
