@@ -24,12 +24,12 @@ import numpy as np
 
 from twinlens import memo
 from twinlens.backend import resolve_backend
-from twinlens.backend.concrete import batched
 from twinlens.batch.likelihood import (
     NUMBA_CHUNK,
     ImagingLikelihood,
     _jax_batch,
     _jax_single,
+    batch_of_models,
     finite_or_minus_inf,
     run_jax,
     vmap_width,
@@ -257,22 +257,13 @@ class JointLikelihood(ValueIdentity):
         data = self.point_source_likelihood.data
         n_rows, n_images = len(rows), data.n_images
 
-        def members(ok: np.ndarray) -> tuple[Tracer, PointSource]:
-            # the rows as one batch of models, the reference standing in where not ok
-            safe = np.where(ok[:, None], rows, self.reference[None, :])
-            tracer_values, point_values = self._split([batched(c) for c in safe.T])
+        def members(columns: list) -> tuple[Tracer, PointSource]:
+            tracer_values, point_values = self._split(columns)
             return set_paths(self.model, tracer_values, False), set_paths(
                 self.point_source, point_values, False
             )
 
-        finite = np.all(np.isfinite(rows), axis=1)
-        ok = finite.copy()
-        with collect_validity() as conditions:
-            tracer, point = members(finite)
-        for c in conditions:
-            ok &= np.broadcast_to(np.asarray(c, dtype=bool).reshape(-1), ok.shape)
-        if (ok != finite).any():  # rebuilt with the reference in the rows out of range
-            tracer, point = members(ok)
+        ok, (tracer, point) = batch_of_models(members, rows, self.reference)
         p, found = model_images(tracer, point, data, backend)
         # without free lens or source parameters every row has the same images
         p = np.broadcast_to(np.asarray(p, dtype=float), (n_rows, n_images, 2))

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -200,11 +201,7 @@ class ImagingLikelihood(ValueIdentity):
     ) -> np.ndarray:
         """``log L`` of each row on numba or numpy; ``point_columns (n_rows, n_images,
         n_mask)``: point images rendered per row by the caller (:mod:`twinlens.batch.joint`)."""
-        valid, tracer = self._validity(values)
-        if not valid.all():  # rebuild with the reference in the invalid rows
-            safe = np.where(valid[:, None], values, self.reference[None, :])
-            columns = {p: batched(safe[:, j]) for j, p in enumerate(self.free)}
-            tracer = set_paths(self.model, columns, False)
+        valid, tracer = batch_of_models(self._model_of, values, self.reference)
         if self._pixelised:  # one mesh per vector
             rows = (
                 self._evidence(
@@ -221,16 +218,9 @@ class ImagingLikelihood(ValueIdentity):
         result = np.broadcast_to(np.asarray(log_l[0], dtype=float).reshape(-1), valid.shape)
         return np.where(valid, result, -np.inf)
 
-    def _validity(self, values: np.ndarray) -> tuple[np.ndarray, Tracer]:
-        """Which rows are inside every parameter's range, and the model built from them (the
-        one to evaluate when every row is valid: one rebuild per call instead of two)."""
-        columns = {p: batched(values[:, j]) for j, p in enumerate(self.free)}
-        valid = np.all(np.isfinite(values), axis=1)
-        with np.errstate(all="ignore"), collect_validity() as conditions:
-            tracer = set_paths(self.model, columns, False)
-        for c in conditions:
-            valid &= np.broadcast_to(np.asarray(c, dtype=bool).reshape(-1), valid.shape)
-        return valid, tracer
+    def _model_of(self, columns: list) -> Tracer:
+        """The model with the free parameters set to ``columns`` (one per parameter)."""
+        return set_paths(self.model, dict(zip(self.free, columns, strict=True)), False)
 
     def _jax_chunk(self, values: np.ndarray, size: int) -> np.ndarray:
         n = values.shape[0]
@@ -283,6 +273,25 @@ class ImagingLikelihood(ValueIdentity):
         if not budget > 0:
             raise ValueError(f"memory_budget must be > 0 bytes, got {budget!r}")
         return max(1, min(16384, int(budget // self.bytes_per_evaluation())))
+
+
+def batch_of_models(
+    build: Callable[[list], Any], values: np.ndarray, reference: np.ndarray
+) -> tuple[np.ndarray, Any]:
+    """Rows ``values (n_rows, n_params)`` as one batch of models: ``build`` takes one
+    :func:`~twinlens.backend.concrete.batched` column per parameter. Returns which rows are
+    finite and inside every parameter's range (collected, not raised) and what ``build``
+    made, rebuilt with ``reference`` in the rows that are not, so that they evaluate
+    harmlessly (one build when every row is valid, two otherwise)."""
+    valid = np.all(np.isfinite(values), axis=1)
+    with np.errstate(all="ignore"), collect_validity() as conditions:
+        built = build([batched(c) for c in values.T])
+    for c in conditions:
+        valid &= np.broadcast_to(np.asarray(c, dtype=bool).reshape(-1), valid.shape)
+    if not valid.all():
+        safe = np.where(valid[:, None], values, reference[None, :])
+        built = build([batched(c) for c in safe.T])
+    return valid, built
 
 
 def finite_or_minus_inf(out: np.ndarray) -> np.ndarray:
