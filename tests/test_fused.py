@@ -96,16 +96,44 @@ def test_fused_batch_equals_members(n_batch):
         np.testing.assert_allclose(columns[3][b], ref_columns[3], rtol=1e-12, atol=1e-13)
 
 
-def test_profiles_without_a_single_kernel_call_fall_back():
-    # the power law's numba kernel is hand-written (its series length is decided per call):
-    # there is no per-point function to inline, so the tracer is computed profile by profile
-    tracer = _tracer(extra_mass=(PowerLaw((0.3, -0.2), (0.0, 0.1), 0.2, 2.1),))
-    assert _fuse(tracer, X, Y) is None
-    fixed, columns = tracer._light_terms(X, Y, "numba")  # still computed, unfused
+def test_kernels_with_their_own_numba_loop_run_before_the_fused_loop(monkeypatch):
+    # the power law's and the MGE's numba kernels are hand-written (a series length decided per
+    # call, far components summed as one series): no per-point function to inline. They run
+    # as their kernel first and enter the loop as a stored field, factor 1
+    power_law = PowerLaw((0.3, -0.2), (0.0, 0.1), 0.2, 2.1)
+    tracer = _tracer(extra_mass=(power_law,))
+    assert {call.kernel.name for call in fused._split_mass(tracer.lenses[0].mass)[1]} == {
+        "power_law.deflections",
+        "mge.deflections_elliptical",
+    }
+    fields = []
+    original = fused._computed_field
+    monkeypatch.setattr(
+        fused, "_computed_field", lambda *a: fields.append(original(*a)) or fields[-1]
+    )
+    got = _fuse(tracer, X, Y)
+    assert got is not None
+    fixed, columns = got
     ref_fixed, ref_columns = _unfused(tracer, X, Y, "numpy")
-    np.testing.assert_allclose(fixed, ref_fixed, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fixed, ref_fixed, rtol=1e-12, atol=1e-13)
     for c, r in zip(columns, ref_columns, strict=True):
-        np.testing.assert_allclose(c, r, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(c, r, rtol=1e-12, atol=1e-13)
+    # the stored field is the kernel's own result, bit for bit
+    alone = np.stack(power_law._deflections(X, Y, "numba"))
+    assert any(np.array_equal(f.stored, alone) for f in fields)
+
+
+def test_a_batched_hand_written_kernel_falls_back():
+    # batched parameters of a hand-written kernel: its members run one by one, so the tracer
+    # is computed profile by profile
+    slopes = np.array([1.9, 2.1, 2.3])
+    tracer = _tracer(extra_mass=(PowerLaw((0.3, -0.2), (0.0, 0.1), 0.2, batched(slopes)),))
+    assert _fuse(tracer, X, Y) is None
+    fixed, _ = tracer._light_terms(X, Y, "numba")  # still computed, unfused
+    for b, slope in enumerate(slopes):
+        member = _tracer(extra_mass=(PowerLaw((0.3, -0.2), (0.0, 0.1), 0.2, slope),))
+        ref_fixed, _ = _unfused(member, X, Y, "numpy")
+        np.testing.assert_allclose(np.asarray(fixed)[b], ref_fixed, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("backend", ["numba"])

@@ -25,6 +25,7 @@ import numpy as np
 
 from twinlens.kernels.compile import BLOCK, build, generate  # one block size: L1-sized
 from twinlens.kernels.registry import Kernel, KernelCall, batch_params, read_only
+from twinlens.memo import Recalled
 
 __all__ = ["fused_light"]
 
@@ -61,11 +62,36 @@ def _plan(mass: list, lens_light: list, source_light: list) -> list[Step] | None
     return sorted(steps, key=lambda step: order.index(step[0]))
 
 
-def _compilable(kernel: Kernel, n_outputs: int) -> bool:
+def _split_mass(mass: list) -> tuple[list, list[KernelCall]]:
+    """The mass profiles the loop inlines, and the calls of those whose kernel has a numba
+    implementation of its own (the power law's blocked series, the MGE's far-field sums):
+    those run as their kernel, before the loop, and enter it as a stored field. Their values
+    are then the kernel's bit for bit, in a tracer as alone and as recalled from the memo."""
+    inlined, computed = [], []
+    for profile in mass:
+        call = profile.kernel_call("deflections")
+        if (
+            call is not None
+            and _compilable(call.kernel, 2, own_numba=True)
+            and not call.kernel.is_batched(tuple(call.params))
+        ):
+            computed.append(call)
+        else:
+            inlined.append(profile)
+    return inlined, computed
+
+
+def _computed_field(call: KernelCall, xs: np.ndarray, ys: np.ndarray) -> Any:
+    x, y = (read_only(np.ascontiguousarray(a, dtype=float)) for a in (xs, ys))
+    ax, ay = call.kernel(x, y, *call.params, backend="numba")
+    return Recalled(read_only(np.stack([ax, ay])), "tuple")
+
+
+def _compilable(kernel: Kernel, n_outputs: int, own_numba: bool = False) -> bool:
     # a per-point source numba compiles as is, on (x, y) float inputs
     return (
         kernel.point is not None
-        and "numba" not in kernel.impls
+        and ("numba" not in kernel.impls) != own_numba
         and kernel.input_dtype == "float64"
         and len(kernel.inputs) == 2
         and len(kernel.outputs) == n_outputs
@@ -92,9 +118,12 @@ def fused_light(
 
     ``stored_mass`` (deflections) and ``stored_light`` (images) are fields recalled from
     :mod:`twinlens.memo`: the loop reads them, times their factors, instead of computing."""
-    steps = _plan(mass, lens_light, source_light)
+    inlined, computed = _split_mass(mass)
+    steps = _plan(inlined, lens_light, source_light)
     if steps is None:
         return None
+    if computed:
+        stored_mass = (*stored_mass, *(_computed_field(call, xs, ys) for call in computed))
     scalars, comps = [], []
     for _, call, _ in steps:
         s, k = _split(call)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from twinlens.kernels import gaussian
+from twinlens.kernels import gaussian, mge_far_field
 from twinlens.kernels.domains import Arg
 from twinlens.kernels.registry import Kernel, register
 
@@ -51,7 +51,12 @@ g = gaussian
 CONVERGENCE = _register("convergence", g.convergence, (*_C, *_EA), ("kappa",), power=0)
 DEFLECTIONS_SPHERICAL = _register("deflections_spherical", g.deflections_spherical, _C, _A)
 DEFLECTIONS_ELLIPTICAL = _register(
-    "deflections_elliptical", g.deflections_elliptical, (*_C, *_QP), _A
+    "deflections_elliptical",
+    g.deflections_elliptical,
+    (*_C, *_QP),
+    _A,
+    # numba: the components far from a point summed as one series (mge_far_field)
+    impls={"numba": mge_far_field.deflections_elliptical},
 )
 DEFLECTIONS_NEAR_ROUND = _register(
     "deflections_near_round", g.deflections_near_round, (*_C, *_ER), _A

@@ -162,7 +162,7 @@ class Kernel:
         if backend == "jax":
             jax_runtime.check_precision(args)
             out = self.implementation("jax")(*args)
-        elif self._is_batched(args[n_in:]):
+        elif self.is_batched(args[n_in:]):
             out = self._batched_call(backend, args[:n_in], args[n_in:])
         else:
             ins = np.broadcast_arrays(*(np.asarray(a, dtype=self.input_dtype) for a in args[:n_in]))
@@ -178,7 +178,7 @@ class Kernel:
             )
         return out[0] if len(self.outputs) == 1 else out
 
-    def _is_batched(self, pars: tuple) -> bool:
+    def is_batched(self, pars: tuple) -> bool:
         """A scalar param given as an array (one value per batch member), or component params
         given per member ``(n_batch, K)``: the call evaluates a batch of parameter sets."""
         n_fixed = len(self.params) - self.components
