@@ -176,7 +176,8 @@ def test_components_in_any_order_and_a_batch():
     # a batch of two members, (n_batch, K) components: each member as alone
     sig2 = np.stack([SIGMAS, 2 * SIGMAS])
     kap2 = np.stack([KAPPAS, KAPPAS[::-1]])
-    batch = mge.DEFLECTIONS_ELLIPTICAL(x, y, *args, sig2, kap2, backend="numba")
-    for b in range(2):
-        alone = mge.DEFLECTIONS_ELLIPTICAL(x, y, *args, sig2[b], kap2[b], backend="numba")
-        assert np.array_equal(batch[0][b], alone[0]) and np.array_equal(batch[1][b], alone[1])
+    for backend in ("numba", "numpy"):
+        batch = mge.DEFLECTIONS_ELLIPTICAL(x, y, *args, sig2, kap2, backend=backend)
+        for b in range(2):
+            alone = mge.DEFLECTIONS_ELLIPTICAL(x, y, *args, sig2[b], kap2[b], backend=backend)
+            assert np.array_equal(batch[0][b], alone[0]) and np.array_equal(batch[1][b], alone[1])

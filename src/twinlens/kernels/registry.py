@@ -218,7 +218,7 @@ class Kernel:
             # A hand-written kernel sets up from scalar params (the power law picks its series
             # length from the ellipticity), on numba and in its numpy point function alike: its
             # members run one by one.
-            impl = self.implementation("numba") if backend == "numba" else self._numpy_point
+            impl = self.implementation("numba") if backend == "numba" else self._numpy_call
             per_member = len(flat[0]) != n_per
             rows = [
                 impl(
