@@ -99,7 +99,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +118,7 @@ from twinlens.profiles.isothermal import SIE, SIS
 from twinlens.profiles.light import Exponential, LinearExponential, LinearSersic, Sersic
 from twinlens.profiles.power_law import PowerLaw
 from twinlens.profiles.simple import ExternalShear, MassSheet
+from twinlens.user_warnings import warn_user
 
 __all__ = ["from_coolest", "to_coolest"]
 
@@ -325,11 +325,10 @@ def _collect(tracer: Tracer, unsupported_light: str) -> tuple[list[_Export], dic
                     for path, part in _flatten(f"lenses[{i}].mass[{j}]", mass):
                         exports.append(_mass_export(path, part))
             elif galaxy.mass:
-                warnings.warn(
+                warn_user(
                     f"sources[{i}] has mass profiles, which a Tracer ignores (one lens plane); "
                     "they are not written to COOLEST",
                     UserWarning,
-                    stacklevel=3,
                 )
             if galaxy.pixelization is not None:
                 ctype = _grid_type(galaxy.pixelization)
@@ -353,18 +352,16 @@ def _collect(tracer: Tracer, unsupported_light: str) -> tuple[list[_Export], dic
                 exports.append(export)
     if skipped:
         listed = ", ".join(f"{p} ({n})" for p, n in skipped.items())
-        warnings.warn(
+        warn_user(
             f"COOLEST has no equivalent of these light profiles, left out of the file: {listed}",
             UserWarning,
-            stacklevel=3,
         )
     if linear:
-        warnings.warn(
+        warn_user(
             f"linear light profiles have no intensity of their own, so their I_eff is written "
             f"null: {', '.join(linear)}; export tracer.with_intensities(...) to record the "
             "intensities a fit solved",
             UserWarning,
-            stacklevel=3,
         )
     return exports, skipped
 
@@ -464,22 +461,20 @@ class _Posterior:
         self.unconverted.append(f"{where} {param.name} (from {', '.join(free)})")
         return None
 
-    def report(self, stacklevel: int) -> None:
+    def report(self) -> None:
         if self.unconverted:
-            warnings.warn(
+            warn_user(
                 "no posterior statistics written for "
                 + "; ".join(self.unconverted)
                 + ": summaries (median, p16, p84, mean) convert only to parameters that are an "
                 "affine function of one of ours; give samples for these",
                 UserWarning,
-                stacklevel=stacklevel,
             )
         unused = [p for p in (*self.samples, *self.summaries) if p not in self.used]
         if unused:
-            warnings.warn(
+            warn_user(
                 f"posterior entries that no COOLEST parameter depends on (not written): {unused}",
                 UserWarning,
-                stacklevel=stacklevel,
             )
 
 
@@ -553,14 +548,13 @@ class _Priors:
         (a linear profile's intensity is solved, not fixed)."""
         return param.name != "I_eff" and not any(p in self.priors for p in param.inputs)
 
-    def report(self, stacklevel: int) -> None:
+    def report(self) -> None:
         unused = [p for p in self.priors if p not in self.used]
         if unused:
-            warnings.warn(
+            warn_user(
                 f"priors on parameters that no COOLEST parameter depends on (not written): "
                 f"{unused}",
                 UserWarning,
-                stacklevel=stacklevel,
             )
 
 
@@ -812,9 +806,9 @@ def to_coolest(
                 else:
                     _fill(c, profile, export, tracer, post, prior_map)
     if post is not None:
-        post.report(stacklevel=3)
+        post.report()
     if prior_map is not None:
-        prior_map.report(stacklevel=3)
+        prior_map.report()
 
     observation, instrument, likelihoods, obs_meta = _observation(lazy, dataset, out)
     from twinlens import __version__
@@ -1019,10 +1013,9 @@ def from_coolest(path: str | os.PathLike[str], *, unsupported_light: str = "skip
                     continue
                 read.append((k, model, profile, ours))
     if skipped:
-        warnings.warn(
+        warn_user(
             f"light profiles with no twinlens equivalent, left out: {'; '.join(skipped)}",
             UserWarning,
-            stacklevel=2,
         )
     placed = _place_recorded(read, record, entities)
     if placed is None:

@@ -12,10 +12,11 @@
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
+
+from twinlens.user_warnings import warn_user
 
 INSTALL_HINT = "pip install 'twinlens[jax]' (or 'twinlens[gpu]' for NVIDIA GPUs)"
 
@@ -126,11 +127,11 @@ def check_precision(values: Sequence[Any]) -> None:
     for v in values:
         if isinstance(v, jax.Array) and v.dtype in (jax.numpy.float32, jax.numpy.complex64):
             _warned_float32 = True
-            warnings.warn(
+            warn_user(
                 "a float32 JAX array was passed while twinlens runs JAX in float64, so this "
                 "call computes in float32 (about 1e-7 relative). It was probably created before "
                 "float64 was switched on: call twinlens.backend.jax_runtime.load() (or set "
                 "JAX_ENABLE_X64=1) before creating JAX arrays",
-                stacklevel=3,
+                UserWarning,
             )
             return

@@ -30,6 +30,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from twinlens.user_warnings import warn_user
+
 _threads: int | None = None
 _tmp_dir: str | None = None
 _malloc_tuned = False
@@ -221,12 +223,11 @@ def recover_damaged_cache(dispatcher: Any) -> Any:
             return load(sig, target_context)
         except Exception as err:  # any unreadable entry is discarded alike
             index = Path(cache._cache_file._index_path)
-            warnings.warn(
+            warn_user(
                 f"twinlens: the numba cache entry of {dispatcher.__name__} in {index.parent} "
                 f"could not be read ({type(err).__name__}: {err}); discarding it and compiling "
                 "again",
                 RuntimeWarning,
-                stacklevel=2,
             )
             index.unlink(missing_ok=True)
             return None

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -54,6 +53,7 @@ from twinlens.fit.point_images import PointImages, check_point_images
 from twinlens.fit.tracer import Tracer
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.profiles.checks import collect_validity
+from twinlens.user_warnings import warn_user
 
 __all__ = ["ImagingLikelihood"]
 
@@ -299,11 +299,10 @@ def finite_or_minus_inf(out: np.ndarray) -> np.ndarray:
     bug to report, and never reaches a sampler."""
     bad = np.isnan(out)
     if bad.any():
-        warnings.warn(
+        warn_user(
             f"{int(bad.sum())} vectors gave NaN inside the valid parameter ranges; they are "
             "reported as -inf",
             RuntimeWarning,
-            stacklevel=3,
         )
         out[bad] = -np.inf
     return out

@@ -28,13 +28,14 @@ differentiating the likelihood: the gradient with respect to non-linear paramete
 from __future__ import annotations
 
 import threading
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
 import numpy as np
+
+from twinlens.user_warnings import warn_user
 
 __all__ = ["count_unconverged", "counting", "nnls_gram", "note_unconverged", "warn_unconverged"]
 
@@ -135,12 +136,11 @@ def note_unconverged(count: Any, of: str = "the problems solved") -> None:
 def warn_unconverged(n_unconverged: int, of: str) -> None:
     """The one warning for solves that ran out of steps: ``n_unconverged`` of ``of`` (text:
     what was solved)."""
-    warnings.warn(
+    warn_user(
         f"non-negative least squares: {n_unconverged} of {of} did not converge in the "
         f"active-set steps allowed ({MAX_ITER_PER_UNKNOWN} k + 1 for k unknowns); their "
         "intensities, and the likelihood from them, are approximate (twinlens.fit.nnls)",
         RuntimeWarning,
-        stacklevel=3,
     )
 
 

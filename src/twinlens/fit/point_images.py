@@ -33,7 +33,6 @@ pixels).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -44,6 +43,7 @@ from twinlens.backend import any_jax, array_module
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.psf import PSF
 from twinlens.grids import Grid2D
+from twinlens.user_warnings import warn_user
 
 __all__ = [
     "MIN_SEEN",
@@ -231,12 +231,11 @@ def check_point_images(point_images: Any, tracer: Any, dataset: Any) -> PointIma
 def _warn_if_undersampled(psf: PSF) -> None:
     kernel = np.ascontiguousarray(psf.kernel, dtype=float)
     if _undersampled(kernel.tobytes(), kernel.shape):
-        warnings.warn(
+        warn_user(
             "the PSF is undersampled (its kernel keeps more than 1e-3 of its total at the "
             "highest frequencies): between pixel centres its samples do not fix its shape, "
             "so expect residuals of up to a few per cent of each point image's peak",
             RuntimeWarning,
-            stacklevel=3,
         )
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from twinlens.fit import fits_io
 from twinlens.fit.likelihood import FitImaging
 from twinlens.job import plots
 from twinlens.model import Model, get_path, parameter_paths
+from twinlens.user_warnings import warn_user
 
 __all__ = [
     "best_fit_point_images",
@@ -78,10 +78,9 @@ def best_fit_point_images(likelihood: Any, tracer: Any, point_source: Any) -> An
     try:
         return likelihood.point_images_at(tracer, point_source)
     except ValueError as err:
-        warnings.warn(
+        warn_user(
             f"{err}; the results draw the point images at the observed positions",
             RuntimeWarning,
-            stacklevel=2,
         )
         return dataclasses.replace(likelihood, imaging_positions="observed").point_images
 
@@ -491,7 +490,7 @@ def write_results(
             )
         )
     except (ImportError, ValueError, TypeError, NotImplementedError) as err:
-        warnings.warn(f"no COOLEST file written: {err}", RuntimeWarning, stacklevel=2)
+        warn_user(f"no COOLEST file written: {err}", RuntimeWarning)
     return files
 
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from twinlens.user_warnings import warn_user
 
 __all__ = ["CheckpointFiles", "CheckpointMismatch", "objective_record"]
 
@@ -145,11 +146,10 @@ class CheckpointFiles:
             return self.checkpoint
         if self.readable(self.backup):
             # only a kill between the two renames of a commit, or a damaged disk, gets here
-            warnings.warn(
+            warn_user(
                 f"{self.checkpoint} is missing or unreadable; resuming from the backup "
                 f"{self.backup}",
                 RuntimeWarning,
-                stacklevel=4,
             )
             return self.backup
         if self.checkpoint.exists():

@@ -1,0 +1,45 @@
+"""Warnings point at the user's line, however deep in the package they are raised."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from twinlens.fit.imaging import Imaging
+from twinlens.fit.likelihood import FitImaging
+from twinlens.fit.point_images import PointImages
+from twinlens.fit.psf import PSF
+from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.grids import Grid2D
+from twinlens.mass import SIE
+from twinlens.user_warnings import warn_user
+
+
+def test_a_warning_from_deep_inside_points_at_the_callers_line():
+    grid = Grid2D.uniform(20, 0.1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        PointImages([(0.13, 0.02)]).images(grid, PSF.gaussian(0.15, 0.1, 7))  # undersampled
+    assert [w.filename for w in caught] == [__file__]
+    assert "the PSF is undersampled" in str(caught[0].message)
+
+
+def test_warn_user_called_from_outside_the_package_is_this_line():
+    with pytest.warns(RuntimeWarning, match="here") as caught:
+        warn_user("here")
+    assert caught[0].filename == __file__
+
+
+def test_a_fit_with_an_undersampled_psf_warns_at_the_fits_line():
+    # FitImaging -> point_images_for -> _warn_if_undersampled: three levels in the package
+    grid = Grid2D.uniform(20, 0.1)
+    psf = PSF.gaussian(0.15, 0.1, 7)
+    dataset = Imaging(np.zeros((20, 20)), np.full((20, 20), 0.1), psf, grid)
+    model = Tracer(Galaxy(mass=SIE((0.0, 0.0), (0.0, 0.0), 0.5)), Galaxy())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        FitImaging(dataset, model, "numpy", PointImages([(0.13, 0.02)]))
+    undersampled = [w for w in caught if "undersampled" in str(w.message)]
+    assert undersampled and all(w.filename == __file__ for w in undersampled)
