@@ -43,3 +43,17 @@ def test_a_fit_with_an_undersampled_psf_warns_at_the_fits_line():
         FitImaging(dataset, model, "numpy", PointImages([(0.13, 0.02)]))
     undersampled = [w for w in caught if "undersampled" in str(w.message)]
     assert undersampled and all(w.filename == __file__ for w in undersampled)
+
+
+def test_a_warning_raised_in_generated_code_points_past_it():
+    # a dataclass's generated __init__ has no file ("<string>") but runs in its class's module
+    # (e.g. a likelihood whose __post_init__ checks the PSF): made here the same way
+    import twinlens.fit.point_images as module
+
+    namespace: dict = {}
+    source = "def __init__(psf):\n    _warn_if_undersampled(psf)\n"
+    exec(compile(source, "<string>", "exec"), dict(vars(module)), namespace)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        namespace["__init__"](PSF.gaussian(0.15, 0.1, 7))
+    assert [w.filename for w in caught] == [__file__]

@@ -8,19 +8,21 @@ frame outside the package (the user's script, a test, the command line's entry p
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
-from pathlib import Path
-
-_PACKAGE = str(Path(__file__).resolve().parent) + os.sep
 
 
 def warn_user(message: str, category: type[Warning] = RuntimeWarning) -> None:
     """``warnings.warn(message, category)`` at the first caller outside twinlens."""
     level = 2  # the frame that called warn_user
     frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+    # by module name, not file: a dataclass's generated __init__ has no file ("<string>") but
+    # runs in its class's module
+    while frame is not None and _in_package(frame.f_globals.get("__name__", "")):
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)
+
+
+def _in_package(module: str) -> bool:
+    return module == "twinlens" or module.startswith("twinlens.")
