@@ -14,7 +14,10 @@ from twinlens.fields import (
     ValueIdentity,
     combine_static,
     partition_static,
+    result_digest,
+    schedule_field,
     static_field,
+    value_digest,
     value_key,
 )
 
@@ -151,3 +154,22 @@ def test_partition_static_round_trip():
     assert skeleton == skeleton2 and hash(skeleton) == hash(skeleton2)
     _, skeleton3 = partition_static((np.zeros(3), (~mask, 4, "name"), [1.0, None], data[3]))
     assert skeleton != skeleton3
+
+
+@dataclass(frozen=True, eq=False)
+class Scheduled(ValueIdentity):
+    inner: Toy = Toy()
+    chunk: int | None = schedule_field(default=None)
+
+
+def test_a_schedule_field_is_identity_but_not_result():
+    base = Scheduled(Toy(scale=2.0))
+    wide = Scheduled(Toy(scale=2.0), chunk=64)
+    assert base != wide and hash(base) != hash(wide)  # another program
+    assert result_digest(wide) == result_digest(base) == value_digest(base)  # same results
+    assert value_digest(wide) != value_digest(base)
+    # nested: a schedule field inside a tuple inside another object is keyed at its default
+    outer = (Toy(scale=(1.0, wide)),)
+    assert result_digest(outer) == value_digest((Toy(scale=(1.0, base)),))
+    # any other field still changes the digest
+    assert result_digest(Scheduled(Toy(scale=3.0), chunk=64)) != result_digest(base)

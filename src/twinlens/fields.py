@@ -57,6 +57,8 @@ __all__ = [
     "frozen_array",
     "key_digest",
     "partition_static",
+    "result_digest",
+    "schedule_field",
     "static_field",
     "value_digest",
     "value_key",
@@ -69,6 +71,15 @@ _PY_SCALAR_DTYPES = {
     np.dtype(np.bool_),
     np.dtype(np.complex128),
 }
+
+
+def schedule_field(**kwargs: Any) -> Any:
+    """A :func:`static_field` that sets how work is split (a batch size), not what is computed:
+    part of the value identity (it selects the compiled program), but keyed at its default by
+    :func:`result_digest`. It needs a default."""
+    metadata = dict(kwargs.pop("metadata", None) or {})
+    metadata["schedule"] = True
+    return static_field(metadata=metadata, **kwargs)
 
 
 def static_field(**kwargs: Any) -> Any:
@@ -223,6 +234,31 @@ def key_digest(key: Any, size: int = 16) -> bytes:
 def value_digest(value: Any, name: str = "value", size: int = 16) -> bytes:
     """:func:`key_digest` of ``value``'s value key: equal values give equal digests."""
     return key_digest(value_key(value, name), size)
+
+
+def result_digest(value: Any, name: str = "value", size: int = 16) -> bytes:
+    """:func:`value_digest` with every schedule field (:func:`schedule_field`) keyed at its
+    default: a digest of what ``value`` computes, not of how its work is split, so that a
+    checkpoint can say what its results came from and a run with another batch size (another
+    machine, another default) still resumes it. Equal to :func:`value_digest` when every
+    schedule field holds its default."""
+    return key_digest(_result_key(value, name), size)
+
+
+def _result_key(value: Any, name: str) -> Any:
+    if isinstance(value, ValueIdentity):
+        cls = type(value)
+        parts = []
+        for f in dataclasses.fields(value):
+            field_name = f"{cls.__name__}.{f.name}"
+            if f.metadata.get("schedule"):
+                parts.append((f.name, value_key(f.default, field_name)))
+            else:
+                parts.append((f.name, _result_key(getattr(value, f.name), field_name)))
+        return ("object", (cls, tuple(parts)))  # the layout of ValueIdentity._value_key
+    if isinstance(value, tuple):
+        return ("tuple", tuple(_result_key(v, f"{name}[{i}]") for i, v in enumerate(value)))
+    return value_key(value, name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from twinlens.backend import resolve_backend
-from twinlens.fields import ValueIdentity, static_field
+from twinlens.fields import ValueIdentity, schedule_field, static_field
 from twinlens.fit import lens_equation_loops as loops
 from twinlens.fit.multiplane import MultiPlaneTracer
 from twinlens.fit.tracer import Tracer
@@ -156,7 +156,7 @@ class ImageSolver(ValueIdentity):
     max_images: int = static_field(default=5)
     newton_iterations: int = static_field(default=20)
     tolerance: float = static_field(default=1e-10)
-    batch_size: int | None = static_field(default=None)
+    batch_size: int | None = schedule_field(default=None)  # not in a checkpoint's digest
 
     def __post_init__(self) -> None:
         super().__post_init__()

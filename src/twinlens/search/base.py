@@ -23,7 +23,7 @@ import numpy as np
 
 from twinlens.backend import resolve_backend
 from twinlens.batch.likelihood import ImagingLikelihood
-from twinlens.fields import key_digest, value_digest
+from twinlens.fields import key_digest, result_digest, value_digest
 from twinlens.model.model import Model
 
 __all__ = [
@@ -235,10 +235,10 @@ class Objective:
         record["model"] = key_digest(self.model.fixed_key()).hex()
         point_source = getattr(self.likelihood, "point_source_likelihood", None)
         if point_source is not None:  # in_imaging included: it changes the imaging term
-            record["point source"] = value_digest(point_source, "point source").hex()
+            record["point source"] = result_digest(point_source, "point source").hex()
         point_images = getattr(self.likelihood, "point_images", None)
         if point_images is not None:  # an imaging likelihood's own point images
-            record["point images"] = value_digest(point_images, "point images").hex()
+            record["point images"] = result_digest(point_images, "point images").hex()
         record.update({f"prior of {path}": repr(prior) for path, prior in self.model.priors})
         return record
 
