@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import sys
 import warnings
+from types import FrameType
 
 
 def warn_user(message: str, category: type[Warning] = RuntimeWarning) -> None:
     """``warnings.warn(message, category)`` at the first caller outside twinlens."""
     level = 2  # the frame that called warn_user
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     # by module name, not file: a dataclass's generated __init__ has no file ("<string>") but
     # runs in its class's module
     while frame is not None and _in_package(frame.f_globals.get("__name__", "")):
