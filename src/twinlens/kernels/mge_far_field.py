@@ -30,14 +30,15 @@ from a point are the ``K_p`` smallest (both conditions fall as ``1 / sigma^2``),
 ``table[K]`` holds the moments of the first ``K`` with ``sigma_ref = sigma_(K-1)`` (every ratio
 at most 1, so nothing overflows for ``sigma`` up to the profile's 1e40). A point then costs
 one series, plus both Faddeeva evaluations for its near components only: W2 on one core,
-98 ms to 48 ms (``benchmarks/deflections.py --case W2:twinlens:numba``).
+98 ms to 46 ms (``benchmarks/deflections.py --case W2:twinlens:numba``).
 
 What is computed for a point depends on that point alone (its own ``K_p``, its own damping
 test), never on its neighbours in the block, so a field is bit for bit the same whichever
 array it is evaluated in. The near components run in runs of ``RUN`` points from the run's
 smallest ``K_p``, each point keeping only its own near components: numba vectorises a loop
-only when every point runs the same code. The tracer's fused loop does not inline this kernel
-(it has its own numba implementation), so a memo-recalled MGE field and a computed one agree.
+only when every point runs the same code. A tracer's fused loop does not inline this kernel: it
+runs it first and reads its field (:mod:`twinlens.fit.fused`), so an MGE's deflections are
+the same bits in a tracer, alone, and recalled from the memo.
 """
 
 from __future__ import annotations
