@@ -57,3 +57,24 @@ def test_a_warning_raised_in_generated_code_points_past_it():
         warnings.simplefilter("always")
         namespace["__init__"](PSF.gaussian(0.15, 0.1, 7))
     assert [w.filename for w in caught] == [__file__]
+
+
+def test_a_warning_under_a_cached_property_points_past_functools():
+    # functools.cached_property's __get__ is a Python frame between the user's line and ours
+    import functools
+
+    import twinlens.fit.point_images as module
+
+    namespace: dict = {}
+    source = (
+        "class Holder:\n"
+        "    @functools.cached_property\n"
+        "    def columns(self):\n"
+        "        _warn_if_undersampled(PSF.gaussian(0.15, 0.1, 7))\n"
+        "        return 1\n"
+    )
+    exec(source, {**vars(module), "functools": functools, "PSF": PSF}, namespace)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert namespace["Holder"]().columns == 1
+    assert [w.filename for w in caught] == [__file__]

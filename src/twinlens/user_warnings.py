@@ -18,12 +18,17 @@ def warn_user(message: str, category: type[Warning] = RuntimeWarning) -> None:
     level = 2  # the frame that called warn_user
     frame: FrameType | None = sys._getframe(1)
     # by module name, not file: a dataclass's generated __init__ has no file ("<string>") but
-    # runs in its class's module
+    # runs in its class's module; the standard library's wrappers between two of our frames (a
+    # cached_property's __get__) are passed over too
     while frame is not None and _in_package(frame.f_globals.get("__name__", "")):
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)
 
 
+#: standard-library modules whose frames sit between ours (cached_property, generated methods)
+_TRANSPARENT = frozenset({"functools", "dataclasses", "contextlib"})
+
+
 def _in_package(module: str) -> bool:
-    return module == "twinlens" or module.startswith("twinlens.")
+    return module == "twinlens" or module.startswith("twinlens.") or module in _TRANSPARENT
