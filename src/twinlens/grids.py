@@ -93,8 +93,10 @@ def bin_to_pixels(values: Any, layout: SubPixelLayout, xp: Any = np) -> Any:
         f = abs(factor)
         n = count * f * f
         block = values[..., start : start + n].reshape(*lead, count, f * f)
+        # a product with the weights, not .mean(axis=-1): numpy reduces a short last axis
+        # slowly (W5's 10,000 pixels of 16: 200 us against 23 us for the product)
         if factor > 0:
-            parts.append(block.mean(axis=-1))
+            parts.append(block @ np.full(f * f, 1.0 / (f * f)))
         else:  # Gauss-Legendre: the tensor product of the 1-D weights
             w = sub_pixel_rule(factor)[1]
             parts.append(block @ np.outer(w, w).reshape(-1))
