@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The GPU benchmarks in one bounded run (docs/benchmarks.rst, "On a GPU"): P1 image finding,
 # W5 single and batched likelihoods, W1/W2 deflections with traced parameters, and W5 batches
-# up to 4,096, each beside numba on the same machine and the JAX peers where installed. Every
-# step has a time limit, so the whole run ends within about 10 minutes (on an H200 it took
-# 3 min 13 s); each step's JSON lines go to OUTDIR/<step>.jsonl.
+# up to 4,096, each beside numba on the same machine and the JAX peers where installed, and two
+# forms of the SIE (gpu_sie_forms.py). Every step has a time limit, so the whole run ends within
+# about 11 minutes (on an H200 it took 3 min 13 s before the SIE step); each step's JSON lines
+# go to OUTDIR/<step>.jsonl.
 #
 #     bash benchmarks/gpu.sh OUTDIR
 set -u
@@ -42,3 +43,6 @@ for w in W1 W2; do
 done
 step gpu_w5 75 "$py" gpu_w5.py --max-batch 4096 --budget 30
 step w5 75 "$py" likelihood.py --quick --case W5:twinlens:numba
+# the SIE's angle halvings against jnp.arctan / arctanh in one batch program: is its arithmetic
+# what the W5 batch pays for on the device?
+step sie_forms 60 "$py" gpu_sie_forms.py
