@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from twinlens.kernels.faddeeva import wofz_upper
+from twinlens.kernels.faddeeva import _BIG, wofz_upper
 from twinlens.kernels.gaussian import _shajib_shape
 from twinlens.kernels.geometry import from_profile_frame, to_profile_frame
 from twinlens.kernels.ops import exp_vectorised, pi
@@ -63,8 +63,6 @@ N_SERIES = 16
 #: Points per parallel iteration, and per run that shares its near components' loop.
 BLOCK = 256
 RUN = 32
-#: ``|zeta|`` is clamped here for the series, as the Faddeeva function clamps its argument.
-_BIG = 1e300
 
 
 def series_coefficients(n_terms: int = N_SERIES) -> np.ndarray:
@@ -145,8 +143,8 @@ def _deflections_block(x, y, start, cx, cy, q, phi, sig, kap, sig2, table, out_x
             ay[j] = 0.0
             continue
         ref = sig[far - 1]
-        # u = sigma_ref / zeta, with zeta scaled by its largest part (no overflow up to 1e300,
-        # where the Faddeeva function clamps too)
+        # u = sigma_ref / zeta, with zeta scaled by its largest part and clamped where the
+        # Faddeeva function clamps its argument (_BIG, 1e300): nothing overflows
         zr = p_unit * xp[j]
         zr = _BIG if zr > _BIG else (-_BIG if zr < -_BIG else zr)
         zi = min(p_unit * ya[j], _BIG)
