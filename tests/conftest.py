@@ -3,6 +3,7 @@ import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
+from xla_compile import set_test_flags
 
 # Default run: enough examples to reach every special value, derandomised so CI is repeatable.
 settings.register_profile(
@@ -27,15 +28,8 @@ settings.load_profile(os.environ.get("TWINLENS_HYPOTHESIS_PROFILE", "default"))
 # result. (Read when OpenMP starts, at the first parallel loop; test subprocesses inherit it.)
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
-# XLA compiles the test processes' programs without LLVM's optimisation passes: the suite
-# compiles about 3,900 programs on small arrays, and their compiling, not their running, is
-# the cost (test_power_law.py 63 to 47 s, test_search + test_pixelised_backends +
-# test_multiplane 123 to 95 s, every result the same). The flag is part of JAX's on-disk
-# cache key, so these programs never stand in for a user's optimised ones.
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
-    ).strip()
+# XLA compiles the test processes' programs fast rather than fast to run (see xla_compile.py).
+set_test_flags()
 
 # Compiled JAX programs kept on disk, in the folder `twinlens validate`'s workers use (beside the
 # numba loops; TWINLENS_NUMBA_CACHE=0 turns both off): the test processes, the command-line
