@@ -289,7 +289,9 @@ def _jax_upper_factory():
     return upper
 
 
-wofz_upper = make_op("wofz_upper", _upper_numpy, _jax_upper_factory, _upper_point)
+# inlined at numba's IR level: W1 (Shajib's Gaussian, two of these per point) ran about 8%
+# slower with the op inlined by LLVM (see make_op)
+wofz_upper = make_op("wofz_upper", _upper_numpy, _jax_upper_factory, _upper_point, inline="ir")
 wofz_upper.__doc__ = """``(Re w, Im w)`` of the Faddeeva function at ``z = x + i y``, ``y >= 0``.
 
 For callers that have already folded their argument into the closed upper half plane (Shajib's
