@@ -241,7 +241,7 @@ def quiet_compiles(dispatcher: Any) -> Any:
     """Silence numba's internal "pedantic" IR check (``NumbaIRAssumptionWarning``) whenever
     ``dispatcher`` compiles, and return it.
 
-    Inlining ops at numba's IR level trips that check (see
+    Inlining at numba's IR level trips that check (see
     :func:`twinlens.kernels.compile.compile_quietly`). Filtering around one eager compile is
     not enough: numba compiles again, lazily, for every new argument type at a call (a
     read-only param array, a strided grid), which printed hundreds of lines on a cold cache.

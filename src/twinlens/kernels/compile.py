@@ -315,9 +315,9 @@ def compile_quietly(loop: Callable, *dummy: Any) -> Callable:
     """Compile a numba function by calling it once on ``dummy`` arguments, quietly now and at
     any later compile.
 
-    Inlining ops at numba's IR level (several times faster than calling them: 3 ms against
-    24 ms on W1) trips numba's internal "pedantic" IR check, which warns that a renamed loop
-    variable of an inlined op is out of scope; the compiled code is unaffected (every kernel
+    Inlining point functions (and ``inline="ir"`` ops) at numba's IR level trips numba's
+    internal "pedantic" IR check, which warns that a renamed loop variable of an inlined
+    function is out of scope; the compiled code is unaffected (every kernel
     is validated against numpy), so that one warning category is silenced. The filter sits on
     the dispatcher (:func:`~twinlens.backend.numba_runtime.quiet_compiles`), not around this
     call: a call with other argument types (a read-only param array) compiles the loop again,

@@ -66,7 +66,7 @@ def make_op(
         How numba places the op in its callers. ``True``: compiled once per argument types and
         inlined by LLVM (forced): an out-of-line call per op would cost more than most ops and
         keep loops from vectorising. ``"ir"``: inlined at numba's IR level, typed again at
-        every call site: kernels compile about 3x slower, so only for an op measured faster
+        every call site: kernels compile up to 5x slower, so only for an op measured faster
         that way (``faddeeva.wofz_upper``). ``False``: called; for ops that hold long loops
         (quadrature rules), whose call costs nothing next to their body.
 
