@@ -317,8 +317,8 @@ def compile_quietly(loop: Callable, *dummy: Any) -> Callable:
 
     Inlining point functions (and ``inline="ir"`` ops) at numba's IR level trips numba's
     internal "pedantic" IR check, which warns that a renamed loop variable of an inlined
-    function is out of scope; the compiled code is unaffected (every kernel
-    is validated against numpy), so that one warning category is silenced. The filter sits on
+    function is out of scope; the compiled code is unaffected (every kernel is validated
+    against numpy), so that one warning category is silenced. The filter sits on
     the dispatcher (:func:`~twinlens.backend.numba_runtime.quiet_compiles`), not around this
     call: a call with other argument types (a read-only param array) compiles the loop again,
     and a filter here would not cover it.
