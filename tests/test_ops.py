@@ -116,3 +116,9 @@ def test_numba_vectorised_log_is_within_one_ulp_of_libm_and_exact_at_specials():
         np.testing.assert_array_equal(
             _numba_vectorised(ops.log_vectorised)(specials), np.log(specials)
         )
+
+
+def test_make_op_refuses_an_unknown_inline_mode():
+    with pytest.raises(ValueError, match=r"make_op\('twice'\): inline must be True, False or 'ir'"):
+        ops.make_op("twice", np.negative, "jax.numpy.negative", lambda x: -x, inline="IR")
+    assert "twice" not in [op.__name__ for op in ops._ALL_OPS]

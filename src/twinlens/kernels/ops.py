@@ -75,6 +75,8 @@ def make_op(
         loop in 2.5 s instead of 6.4 s, with W2-W5 as fast as before (one core); only the
         Faddeeva kernel behind W1 ran about 8% slower, and it is ``"ir"``.
     """
+    if inline not in (True, False, "ir"):  # a misspelt mode would silently be True
+        raise ValueError(f"make_op({name!r}): inline must be True, False or 'ir', got {inline!r}")
 
     def op(*args: Any) -> Any:
         if any_jax(*args):
