@@ -93,9 +93,11 @@ _N_TS = len(_TS_T)
 def quadratic_form(dx, dy, e1, e2):
     """``q x'^2 + y'^2 / q`` at offsets ``(dx, dy)`` from the centre, from ``(e1, e2)``."""
     ee = e1 * e1 + e2 * e2
+    # one division per profile, not per point (on a GPU a float64 division costs ~20 FMAs)
+    scale = 1.0 / (1.0 - ee)
     return (
         (1.0 + ee) * (dx * dx + dy * dy) - 2.0 * (e1 * (dx * dx - dy * dy) + 2.0 * e2 * dx * dy)
-    ) / (1.0 - ee)
+    ) * scale
 
 
 @pointwise

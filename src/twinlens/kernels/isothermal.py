@@ -198,23 +198,21 @@ def potential_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core
 
 
 @pointwise
-def _first_order(dx, dy, e1, e2, einstein_radius, core_radius):
-    # alpha ~ theta I0 - 2 E theta I1 - 2 theta (theta^T E theta) I2: the homoeoid integral
+def _first_order_terms(xp, yp, e1, e2, einstein_radius, core_radius, psi):
+    # The first-order change in (e1, e2) of the deflection about the round profile:
+    # alpha ~ theta I0 - 2 E theta I1 - 2 theta (theta^T E theta) I2, from the homoeoid integral
     # alpha = int_0^1 kappa(u theta^T P^-1 theta) P^-1 theta / sqrt(det P) du expanded to first
     # order in E = [[e1, e2], [e2, -e1]], with I_k = int_0^1 u^k kappa(u r^2) du (k = 0, 1) and
     # I2 = int_0^1 u^2 kappa'(u r^2) du, in closed form for kappa(w) = theta_E / (2 sqrt(w + s^2)).
-    dx, dy = held_at_centre(dx, dy, core_radius)
-    g, _, big_s = _round_factor(dx * dx + dy * dy, einstein_radius, core_radius)
-    sc = big_s + core_radius
-    i1 = einstein_radius * (big_s + 2.0 * core_radius) / (3.0 * sc * sc)
-    i2 = -einstein_radius * (big_s + 3.0 * core_radius) / (6.0 * big_s * sc * sc * sc)
-    ex = e1 * dx + e2 * dy
-    ey = e2 * dx - e1 * dy
-    quad = dx * ex + dy * ey
-    return (
-        g * dx - 2.0 * ex * i1 - 2.0 * dx * quad * i2,
-        g * dy - 2.0 * ey * i1 - 2.0 * dy * quad * i2,
-    )
+    # theta I0 is the round deflection; psi is S = sqrt(r^2 + s^2) when q = 1, phi = 0.
+    sc = psi + core_radius
+    inv = einstein_radius / (6.0 * psi * sc * sc * sc)  # one division for I1 and I2
+    i1 = 2.0 * (psi + 2.0 * core_radius) * psi * sc * inv
+    i2 = -(psi + 3.0 * core_radius) * inv
+    ex = e1 * xp + e2 * yp
+    ey = e2 * xp - e1 * yp
+    quad = xp * ex + yp * ey
+    return -2.0 * (ex * i1 + xp * quad * i2), -2.0 * (ey * i1 + yp * quad * i2)
 
 
 @pointwise
@@ -226,11 +224,25 @@ def _safe_axis_ratio(e1, e2, tiny):
 @pointwise
 def deflections(x, y, centre_x, centre_y, e1, e2, einstein_radius, core_radius):
     """Deflections from ``(e1, e2)``, smooth (with exact gradients) through ``e = 0``."""
+    # Below E_TAYLOR the elliptical form runs at q = 1, phi = 0 (the round deflection) and the
+    # first-order terms in (e1, e2) are added: one evaluation per point on either side of the
+    # switch, not the elliptical and the expanded forms both (a GPU pays for both under vmap).
     tiny = e1 * e1 + e2 * e2 < E_TAYLOR * E_TAYLOR
     q, phi = _safe_axis_ratio(e1, e2, tiny)
-    ax, ay = deflections_elliptical(x, y, centre_x, centre_y, q, phi, einstein_radius, core_radius)
-    tx, ty = _first_order(x - centre_x, y - centre_y, e1, e2, einstein_radius, core_radius)
-    return where(tiny, tx, ax), where(tiny, ty, ay)
+    eps, amp, core_k = _shape(q, einstein_radius, core_radius)
+    # the round values set after _shape: eps = sqrt(1 - q^2) has no derivative at q = 1
+    q = where(tiny, 1.0, q)
+    phi = where(tiny, 0.0, phi)
+    eps = where(tiny, 0.0, eps)
+    amp = where(tiny, einstein_radius, amp)
+    core_k = where(tiny, core_radius, core_k)
+    xp, yp = to_profile_frame(x, y, centre_x, centre_y, phi)
+    xp, yp = held_at_centre(xp, yp, core_k)
+    psi, u, v = _frame_terms(xp, yp, q, eps, core_k)
+    tx, ty = _first_order_terms(xp, yp, e1, e2, einstein_radius, core_radius, psi)
+    ax = amp * u * arctan_ratio(eps * u) + where(tiny, tx, 0.0)
+    ay = amp * v * arctanh_ratio(eps * v) + where(tiny, ty, 0.0)
+    return from_profile_frame(ax, ay, phi)
 
 
 @pointwise

@@ -130,7 +130,7 @@ def sersic(x, y, centre_x, centre_y, e1, e2, effective_radius, sersic_index, b_n
     r2 = elliptical_radius_squared(x, y, centre_x, centre_y, e1, e2)
     off = r2 > 0.0
     log_ratio = 0.5 * log(where(off, r2, 1.0)) - log(effective_radius)  # log(R / R_e)
-    u = where(off, exp(log_ratio / sersic_index), 0.0)  # (R / R_e)^(1/n)
+    u = where(off, exp(log_ratio * (1.0 / sersic_index)), 0.0)  # (R / R_e)^(1/n)
     return intensity * exp(-b_n * (u - 1.0))
 
 
