@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend import array_module, resolve_backend
+from twinlens.backend.reductions import take_min
 from twinlens.cosmology import time_delay_days
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.lens_equation import ImageSolver, _newton_step
@@ -287,9 +288,9 @@ def image_plane_chi_squared(
         total = xp.asarray(_ABSENT) + 0.0 * xp.sum(cost)
     elif math.perm(m, n) <= _MAX_ASSIGNMENTS:
         maps = _assignments(n, m)
-        total = xp.min(xp.sum(cost[np.arange(n)[None, :], maps], axis=-1))
+        total = take_min(xp.sum(cost[np.arange(n)[None, :], maps], axis=-1), 0, xp)
     else:  # too many images to search every pairing: each observed image to its nearest
-        total = xp.sum(xp.min(cost, axis=-1))
+        total = xp.sum(take_min(cost, -1, xp))
     same_count = seen.sum() == n
     return xp.where(same_count & (total < _ABSENT), total, xp.inf)
 

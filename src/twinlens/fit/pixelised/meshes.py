@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from twinlens.backend.reductions import take_max, take_min
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.pixelised import triangulation
 from twinlens.fit.pixelised.interpolation import delaunay_weights, lattice_weights
@@ -114,12 +115,8 @@ class Rectangular(ValueIdentity):
         for traced sub-pixels ``points (n, 2)``: uniform over their extent (``weights`` is
         unused here; see :class:`RectangularAdaptDensity`)."""
         ny, nx = self.shape
-        lo = xp.min(points, axis=0)
-        hi = xp.max(points, axis=0)
-        return (
-            lo[0] + (hi[0] - lo[0]) * xp.linspace(0.0, 1.0, nx),
-            lo[1] + (hi[1] - lo[1]) * xp.linspace(0.0, 1.0, ny),
-        )
+        lo, hi = take_min(points, 0, xp), take_max(points, 0, xp)
+        return _spread(lo[0], hi[0], nx, xp), _spread(lo[1], hi[1], ny, xp)
 
     def mapping(self, points: Any, vertices: Any, xp: Any = np, weights: Any = None) -> MeshMapping:
         """The mesh for traced sub-pixels ``points (n, 2)`` of area weights ``weights (n,)``
@@ -149,6 +146,14 @@ class Rectangular(ValueIdentity):
             stencils=stencils,
             status=status,
         )
+
+
+def _spread(lo: Any, hi: Any, n: int, xp: Any) -> Any:
+    """``n`` uniform edges from ``lo`` to ``hi``, the end ones exactly ``lo`` and ``hi`` (so the
+    extremal points lie on the lattice): ``lo + (hi - lo) t`` can round past ``hi`` at
+    ``t = 1``."""
+    t = xp.linspace(0.0, 1.0, n)
+    return lo * (1.0 - t) + hi * t
 
 
 def quantile_edges(values: Any, n: int, xp: Any = np, weights: Any = None) -> Any:
@@ -268,7 +273,8 @@ class RectangularAdaptDensity(Rectangular):
             u = self.uniform_fraction
             if u > 0.0:
                 lo, hi = q[0], q[-1]  # the extent: minimum and maximum
-                q = (1.0 - u) * q + u * (lo + (hi - lo) * xp.linspace(0.0, 1.0, n))
+                inner = (1.0 - u) * q[1:-1] + u * _spread(lo, hi, n, xp)[1:-1]
+                q = xp.concatenate([q[:1], inner, q[-1:]])  # the ends stay exactly lo, hi
             out.append(q)
         return out[0], out[1]
 
