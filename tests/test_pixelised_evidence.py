@@ -345,3 +345,21 @@ def test_lattice_log_det_is_the_exact_determinant(shape, lam, curvature):
         reference = float(mpmath.log(mpmath.det(exact)))
     got = lattice_log_det(shape, lam, curvature=curvature)
     assert got == pytest.approx(reference, rel=1e-14, abs=1e-13)
+
+
+def test_nearest_index_does_not_depend_on_the_minimum_being_recomputed_bit_for_bit():
+    """XLA may compute the distances again to compare them with their minimum, with other
+    rounding: rows where no distance equals the minimum are answered by argmin, not by the
+    last index (the fallback that used to move such a point by the wrong border point)."""
+    from twinlens.backend import jax_runtime
+    from twinlens.fit.pixelised.border import lowest_index_at_min
+
+    jnp = jax_runtime.load().numpy
+    d2 = np.array([[4.0, 1.0, 3.0, 1.0], [2.0, 5.0, 0.5, 9.0], [np.nan] * 4])
+    index = jnp.arange(4)
+    exact = np.min(d2, axis=1, keepdims=True)  # NaN for the NaN row
+    got = lowest_index_at_min(jnp.asarray(d2), jnp.asarray(exact), index)
+    np.testing.assert_array_equal(np.asarray(got), [1, 2, 3])  # ties: the lowest; NaN: last
+    off = exact * (1.0 - 2.0**-52)  # a minimum one rounding below every distance of rows 0, 1
+    got = lowest_index_at_min(jnp.asarray(d2), jnp.asarray(off), index)
+    np.testing.assert_array_equal(np.asarray(got), [1, 2, 3])

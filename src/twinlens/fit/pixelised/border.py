@@ -131,6 +131,28 @@ def _nearest(points: Any, border: Any, xp: Any) -> Any:
     return _nearest_jax()(lax.stop_gradient(points), lax.stop_gradient(border))
 
 
+def lowest_index_at_min(d2: Any, closest: Any, index: Any) -> Any:
+    """Per row of ``d2 (rows, n)``, the lowest index whose value equals ``closest (rows, 1)``,
+    its minimum (JAX): argmin's answer from two plain minimum reductions, which vectorise
+    (XLA's argmin, a reduction over (value, index) pairs, ran 4-5x slower). XLA may compute
+    ``d2`` again for the comparison with other rounding (fused multiply-adds or not), and then
+    no element of a row equals its minimum: only then are the rows taken by argmin, so the
+    answer never depends on the compiler (a row of NaN gives the last index)."""
+    from twinlens.backend import jax_runtime
+
+    jax = jax_runtime.load()
+    jnp, lax = jax.numpy, jax.lax
+    n = d2.shape[1]
+    first = jnp.min(jnp.where(d2 == closest, index[None, :], n), axis=1)
+    missed = (first == n) & ~jnp.isnan(closest[:, 0])
+    first = lax.cond(
+        jnp.any(missed),
+        lambda: jnp.where(missed, jnp.argmin(d2, axis=1).astype(first.dtype), first),
+        lambda: first,
+    )
+    return jnp.minimum(first, n - 1)
+
+
 @cache
 def _nearest_jax() -> Any:
     """The JAX nearest-border search, with a batching rule that loops over a ``vmap``'s
@@ -147,15 +169,11 @@ def _nearest_jax() -> Any:
         blocks = jnp.pad(points, ((0, (-n) % _CHUNK), (0, 0))).reshape(-1, _CHUNK, 2)
         index = jnp.arange(n_border)
 
-        # argmin's lowest index among equal distances, from two plain minimum reductions,
-        # which vectorise (XLA's argmin, a reduction over (value, index) pairs, ran 4-5x slower)
         def one(block: Any) -> Any:
             d2 = (block[:, 0:1] - border[None, :, 0]) ** 2 + (
                 block[:, 1:2] - border[None, :, 1]
             ) ** 2
-            closest = jnp.min(d2, axis=1, keepdims=True)
-            first = jnp.min(jnp.where(d2 == closest, index[None, :], n_border), axis=1)
-            return jnp.minimum(first, n_border - 1)  # a NaN point matches nothing
+            return lowest_index_at_min(d2, jnp.min(d2, axis=1, keepdims=True), index)
 
         return lax.map(one, blocks).reshape(-1)[:n]
 
