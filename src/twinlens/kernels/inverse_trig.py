@@ -18,8 +18,8 @@ numba a library call per point keeps the loop scalar. These use arithmetic, one 
 vectorising ``log``, so LLVM vectorises the loops that call them; numpy and JAX run the same
 arithmetic. An earlier form halved the angle three (``arctan``) and four (``arctanh``) times,
 each halving a square root and a division: 7 square roots and 9 divisions per SIE deflection,
-now 1 and 4, which matters most on a GPU, where a float64 division or square root costs about
-twenty fused multiply-adds.
+now 1 and 3 and a logarithm, which matters most on a GPU, where a float64 division or square
+root costs about twenty fused multiply-adds.
 
 Accuracy (float64, against mpmath): ``arctan_ratio`` to 5e-16 relative for every real ``z``;
 ``arctanh_ratio`` to 5e-16 for ``|z| <= 0.99995`` (an axis ratio down to 0.01 in the isothermal
