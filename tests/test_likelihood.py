@@ -216,6 +216,27 @@ def test_nnls_matches_scipy(backend):
     assert worst < 1e-10
 
 
+def test_nnls_passive_solve_in_loops_equals_lapack():
+    """numba's masked solve (Gaussian elimination with partial pivoting in loops, run here as
+    Python) against numpy's ``np.linalg.solve`` on the masked system, up to 30 unknowns with
+    random passive sets, and the same error for a singular passive block."""
+    rng = np.random.default_rng(8)
+    for _ in range(40):
+        k = int(rng.integers(1, 31))
+        c = rng.normal(size=(k, k + 10))
+        gram = c @ c.T
+        rhs = rng.normal(size=k)
+        passive = rng.random(k) < 0.6
+        got = nnls._passive_solve_loops(gram, rhs, passive)
+        expected = nnls._passive_solve(gram, rhs, passive)
+        assert np.all(got[~passive] == 0.0)
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
+    gram = np.array([[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 0.0, 1.0]])  # rows 0, 1 collinear
+    for solve in (nnls._passive_solve_loops, nnls._passive_solve):
+        with pytest.raises(np.linalg.LinAlgError, match=r"(?i)singular"):
+            solve(gram, np.ones(3), np.array([True, True, False]))
+
+
 def test_nnls_batched_equals_one_by_one():
     rng = np.random.default_rng(6)
     c = rng.normal(size=(9, 4, 30))
