@@ -67,15 +67,17 @@ class Nautilus(Search):
 
     Notes
     -----
-    With an ``output_dir`` nautilus writes its state into ``nautilus.work.hdf5`` after every
-    batch, and at least every ``checkpoint_every`` seconds, at the end and on a stop request,
-    that file becomes the checkpoint ``nautilus.hdf5`` by an atomic rename, the previous one
-    kept as ``nautilus.backup.hdf5`` (:mod:`twinlens.search.checkpoint`). ``nautilus.json``
-    records what defines the run: ``n_live``, ``n_batch``, ``n_networks`` and ``seed``
-    (nautilus does not store them itself) and the objective's fingerprint (model, priors,
-    data, noise, PSF, mask). A later run into the same folder resumes when they match,
-    giving the samples of an
-    uninterrupted run; when they differ it is refused, naming what changed, unless
+    With an ``output_dir``, at least every ``checkpoint_every`` seconds (at a batch
+    boundary), at the end and on a stop request, the sampler's state is written to
+    ``nautilus.work.hdf5`` and that file becomes the checkpoint ``nautilus.hdf5`` by an
+    atomic rename, the previous one kept as ``nautilus.backup.hdf5``
+    (:mod:`twinlens.search.checkpoint`). (Left to itself, nautilus rewrites the whole file
+    after every new bound: in the example fit that was a fifth of the run time.)
+    ``nautilus.json`` records what defines the run: ``n_live``, ``n_batch``, ``n_networks``
+    and ``seed`` (nautilus does not store them itself) and the objective's fingerprint
+    (model, priors, data, noise, PSF, mask). A later run into the same folder resumes when
+    they match, giving the samples of an uninterrupted run; when they differ it is refused,
+    naming what changed, unless
     ``restart=True``. ``n_eff``, ``f_live`` and ``n_like_max`` may change between runs: a
     finished run asked for more samples goes on from where it stopped.
 
@@ -168,6 +170,8 @@ class Nautilus(Search):
             filepath=None if files is None else files.work,
             resume=True,
         )
+        # read the work file (resume) but do not let nautilus write it: _commit writes it
+        sampler.filepath = None
         success = self._sample(sampler, files, progress, resumed)
 
         points, log_w, log_l = sampler.posterior()
@@ -238,14 +242,14 @@ class Nautilus(Search):
             if files is not None and (
                 finished or time.monotonic() - last_commit >= self.checkpoint_every
             ):
-                files.commit()
+                _commit(sampler, files)
                 last_commit = time.monotonic()
             if finished:
                 break
             signal_name = stop_requested()
             if signal_name is not None:
                 if files is not None:
-                    files.commit()
+                    _commit(sampler, files)
                 reporter.line("stopped")
                 raise SearchStopped(
                     "nautilus",
@@ -258,6 +262,13 @@ class Nautilus(Search):
             files.finish()
         reporter.line("finished" if success else "stopped at n_like_max")
         return bool(success)
+
+
+def _commit(sampler: Any, files: CheckpointFiles) -> None:
+    """Write the sampler's whole state (between batches, so consistent) and make it the
+    checkpoint."""
+    sampler.write(files.work, overwrite=True)
+    files.commit()
 
 
 class _Progress:
