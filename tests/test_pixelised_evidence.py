@@ -349,8 +349,9 @@ def test_lattice_log_det_is_the_exact_determinant(shape, lam, curvature):
 
 def test_nearest_index_does_not_depend_on_the_minimum_being_recomputed_bit_for_bit():
     """XLA may compute the distances again to compare them with their minimum, with other
-    rounding: rows where no distance equals the minimum are answered by argmin, not by the
-    last index (the fallback that used to move such a point by the wrong border point)."""
+    rounding: rows where no distance equals the minimum take the lowest index within a few
+    roundings of it, not the last index (which moved such a point by the wrong border
+    point)."""
     from twinlens.backend import jax_runtime
     from twinlens.fit.pixelised.border import lowest_index_at_min
 

@@ -131,26 +131,25 @@ def _nearest(points: Any, border: Any, xp: Any) -> Any:
     return _nearest_jax()(lax.stop_gradient(points), lax.stop_gradient(border))
 
 
+#: relative slack of the second look for rows whose recomputed distances miss their minimum
+_RECOMPUTED_SLACK = 8.0 * float(np.finfo(float).eps)
+
+
 def lowest_index_at_min(d2: Any, closest: Any, index: Any) -> Any:
     """Per row of ``d2 (rows, n)``, the lowest index whose value equals ``closest (rows, 1)``,
-    its minimum (JAX): argmin's answer from two plain minimum reductions, which vectorise
-    (XLA's argmin, a reduction over (value, index) pairs, ran 4-5x slower). XLA may compute
-    ``d2`` again for the comparison with other rounding (fused multiply-adds or not), and then
-    no element of a row equals its minimum: only then are the rows taken by argmin, so the
-    answer never depends on the compiler (a row of NaN gives the last index)."""
+    its minimum (JAX): argmin's answer from plain minimum reductions, which vectorise (XLA's
+    argmin, a reduction over (value, index) pairs, ran 4-5x slower). XLA may compute ``d2``
+    again for the comparison with other rounding (fused multiply-adds or not), and then no
+    element of a row equals its minimum: such rows take the lowest index within a few
+    roundings of it, not a default (a row of NaN gives the last index)."""
     from twinlens.backend import jax_runtime
 
-    jax = jax_runtime.load()
-    jnp, lax = jax.numpy, jax.lax
+    jnp = jax_runtime.load().numpy
     n = d2.shape[1]
     first = jnp.min(jnp.where(d2 == closest, index[None, :], n), axis=1)
-    missed = (first == n) & ~jnp.isnan(closest[:, 0])
-    first = lax.cond(
-        jnp.any(missed),
-        lambda: jnp.where(missed, jnp.argmin(d2, axis=1).astype(first.dtype), first),
-        lambda: first,
-    )
-    return jnp.minimum(first, n - 1)
+    near = d2 <= closest * (1.0 + _RECOMPUTED_SLACK)
+    second = jnp.min(jnp.where(near, index[None, :], n), axis=1)
+    return jnp.minimum(jnp.where(first < n, first, second), n - 1)
 
 
 @cache
