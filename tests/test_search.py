@@ -171,6 +171,27 @@ def test_nautilus_same_seed_same_samples(nautilus_reference, tmp_path):
     assert (tmp_path / "nautilus.hdf5").exists() and not again.info["resumed"]
 
 
+def test_nautilus_writes_its_state_only_when_a_checkpoint_is_committed(tmp_path, monkeypatch):
+    # nautilus alone rewrites its whole file after every new bound (a fifth of the example
+    # fit's time); the library writes it at each commit: with commits far apart, once, at the
+    # end (the same as the uninterrupted run's samples: test_nautilus_same_seed_same_samples)
+    import nautilus
+
+    writes = []
+    original = nautilus.Sampler.write
+    monkeypatch.setattr(
+        nautilus.Sampler,
+        "write",
+        lambda self, path, overwrite=False: writes.append(path) or original(self, path, overwrite),
+    )
+    monkeypatch.setattr(
+        nautilus.Sampler, "write_shell_update", lambda *a: writes.append("shell update")
+    )
+    result = dataclasses.replace(NAUTILUS, checkpoint_every=1e9).run(GaussianToy(), tmp_path)
+    assert result.info["n_shells"] > 3  # several bounds were built
+    assert writes == [tmp_path / "nautilus.work.hdf5"]
+
+
 def test_nautilus_resumes_a_killed_run_losing_nothing(nautilus_reference, tmp_path):
     # killed in the exploration, after several bounds were built: committing the checkpoint
     # after every batch (and its random state), the resumed run is the uninterrupted one, bit
