@@ -2,6 +2,8 @@
 
 The table is always rebuilt from the lenses' folders (:mod:`twinlens.catalogue.table`), so a
 killed command or a lost scheduler loses nothing that finished; a rerun skips finished lenses
+whose definition is unchanged, refits those whose template, row or data changed since their
+fit (saying what changed; ``keep_stale`` keeps them instead, marked ``stale`` in the table),
 and resumes interrupted ones from their checkpoints.
 """
 
@@ -17,7 +19,8 @@ from twinlens.catalogue.cluster import start_client
 from twinlens.catalogue.plots import plot_catalogue
 from twinlens.catalogue.spec import Catalogue, LensTask
 from twinlens.catalogue.table import build_table, write_table
-from twinlens.catalogue.task import fit_lens, lens_status, limit_numba_threads
+from twinlens.catalogue.task import fit_lens, lens_folders, lens_status, limit_numba_threads
+from twinlens.job.freshness import set_aside
 
 __all__ = ["WarmUp", "run_catalogue"]
 
@@ -103,6 +106,7 @@ def run_catalogue(
     retries: int = 2,
     plot: bool = True,
     progress: bool = True,
+    keep_stale: bool = False,
 ) -> Any:
     """Fit every lens of ``catalogue`` on a Dask cluster and return the results table (an
     ``astropy.table.Table``, also written as ``catalogue.csv`` and ``catalogue.parquet`` in
@@ -112,6 +116,10 @@ def run_catalogue(
     catalogue's ``[cluster].kind``; ``workers`` and ``threads_per_worker`` its sizes. A worker
     lost mid-fit (killed, out of memory) is restarted by its nanny and its lens tried again
     on another, up to ``retries`` more times; the fit resumes from its checkpoint.
+
+    A finished lens whose fingerprint (template, row, data, search settings) differs from the
+    catalogue's now is refitted, its old folder kept aside until the new fit finishes;
+    ``keep_stale`` keeps it instead, with status ``stale`` in the table.
     """
     import dask
 
@@ -120,6 +128,10 @@ def run_catalogue(
     table = dict(catalogue.cluster)
     if cluster is not None:
         table["kind"] = cluster
+    stale = _stale_lenses(catalogue, keep_stale)
+    if stale and not keep_stale:
+        for lens_id in stale:
+            set_aside(lens_folders(output, lens_id)[0])
     todo = [t for t in catalogue.tasks if lens_status(output, t.id) != "done"]
     done_before = len(catalogue.tasks) - len(todo)
     if progress:
@@ -143,7 +155,7 @@ def run_catalogue(
                 client.close()
                 if owned is not None:
                     owned.close()
-    result = build_table(catalogue)
+    result = build_table(catalogue, stale if keep_stale else {})
     files = write_table(result, output)
     if plot:
         files.update(plot_catalogue(catalogue, result))
@@ -155,6 +167,38 @@ def run_catalogue(
             for r in failed:
                 print(f"  {r['id']}: {r['error']} (log: {r['log']})", flush=True)
     return result
+
+
+def _stale_lenses(catalogue: Catalogue, keep: bool) -> dict[str, Any]:
+    """The finished lenses whose fit was defined otherwise than the catalogue defines it now,
+    with how (:class:`~twinlens.job.freshness.Staleness`); says so in one line, even when
+    quiet: results the user has are about to move (or stay, ``keep``, out of date)."""
+    from twinlens.job.config import parse_config
+    from twinlens.job.freshness import Staleness, fingerprint_of, staleness
+
+    stale: dict[str, Any] = {}
+    for task in catalogue.tasks:
+        if lens_status(catalogue.output, task.id) != "done":
+            continue
+        try:
+            config = parse_config(task.config, task.base, catalogue.backend)
+            current = fingerprint_of(config)
+        except Exception as err:  # its data are gone or unreadable: its refit will say so
+            stale[task.id] = Staleness(["its data"], f"its data: {type(err).__name__}: {err}")
+            continue
+        changed = staleness(lens_folders(catalogue.output, task.id)[0], current)
+        if changed:
+            stale[task.id] = changed
+    if stale:
+        parts = list(dict.fromkeys(p for s in stale.values() for p in s.parts))
+        shown = ", ".join(parts[:3]) + (f" and {len(parts) - 3} more" if len(parts) > 3 else "")
+        print(
+            f"catalogue: {len(stale)} lens{'es' if len(stale) > 1 else ''} changed since "
+            f"{'their' if len(stale) > 1 else 'its'} fit ({shown}): "
+            f"{'keeping their results, marked stale' if keep else 'refitting'}",
+            flush=True,
+        )
+    return stale
 
 
 def _run(

@@ -1,7 +1,8 @@
 """The catalogue's results table, rebuilt from the lenses' folders every time.
 
 One row per lens of the catalogue, in its order: ``id``, ``status`` (``done``, ``failed``,
-``interrupted``, ``pending``), ``error`` and ``log`` for a failed lens, the search's log
+``interrupted``, ``pending``, or ``stale``: finished under another definition of its fit and
+kept so by ``--keep-stale``), ``error`` and ``log`` for a failed lens, the search's log
 evidence, maximum log-likelihood, evaluations and wall time, and for every free parameter
 its median, 16th and 84th percentiles (``<path>``, ``<path>_lower_68``, ``<path>_upper_68``),
 and the derived effective Einstein radius. Written as ``catalogue.csv`` and (with pyarrow)
@@ -13,13 +14,14 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 __all__ = ["build_table", "write_table"]
 
 
-def _lens_row(output: Path, lens_id: str) -> dict[str, Any]:
+def _lens_row(output: Path, lens_id: str, stale: bool = False) -> dict[str, Any]:
     from twinlens.catalogue.task import FAILURE, LOG, lens_folders, lens_status
 
     finished, partial = lens_folders(output, lens_id)
@@ -34,6 +36,8 @@ def _lens_row(output: Path, lens_id: str) -> dict[str, Any]:
         return row
     record = json.loads((finished / "result.json").read_text())
     row["log"] = str(finished / LOG)
+    if stale:
+        row["status"] = "stale"
     row["log_evidence"] = record.get("log_evidence")
     row["max_log_likelihood"] = record.get("max_log_likelihood")
     row["n_evaluations"] = record.get("n_evaluations")
@@ -50,11 +54,12 @@ def _lens_row(output: Path, lens_id: str) -> dict[str, Any]:
     return row
 
 
-def build_table(catalogue: Any) -> Any:
-    """The results table (``astropy.table.Table``) of ``catalogue``, from its folders."""
+def build_table(catalogue: Any, stale: Collection[str] = ()) -> Any:
+    """The results table (``astropy.table.Table``) of ``catalogue``, from its folders; the
+    finished lenses ``stale`` names get the status ``stale``."""
     from astropy.table import Table
 
-    rows = [_lens_row(catalogue.output, task.id) for task in catalogue.tasks]
+    rows = [_lens_row(catalogue.output, task.id, task.id in stale) for task in catalogue.tasks]
     columns: list[str] = []
     for row in rows:
         columns += [c for c in row if c not in columns]

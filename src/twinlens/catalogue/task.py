@@ -7,6 +7,12 @@ once; an interrupted one resumes from the checkpoint in its partial folder. A lo
 while a lens runs keeps a duplicate task (a worker the scheduler gave up on while it still
 ran) from writing into the same folder.
 
+A finished lens's ``result.json`` holds the fingerprint of what defined its fit
+(:mod:`twinlens.job.freshness`); the runner compares it with the catalogue's before it
+submits anything, and a lens whose definition changed is refitted, its old folder kept aside
+as ``OUTPUT/lenses/<id>.stale-<date>/`` until the new fit finishes. An interrupted lens whose
+checkpoint belongs to another definition starts afresh, saying so in its log.
+
 A lens whose data or fit fails writes ``failure.json`` (the error, its traceback, the log's
 path) into its partial folder and returns ``failed``: it does not raise, so the scheduler does
 not retry what would fail again, and the other lenses go on. A rerun tries a failed lens again
@@ -19,6 +25,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import time
 import traceback
 from collections.abc import Iterator
@@ -29,7 +36,7 @@ import numpy as np
 
 from twinlens.catalogue.spec import LensTask
 
-__all__ = ["fit_lens", "lens_folders", "lens_status"]
+__all__ = ["fit_lens", "lens_folders", "lens_status", "stale_folders"]
 
 FAILURE = "failure.json"
 LOG = "fit.log"
@@ -39,6 +46,11 @@ def lens_folders(output: Path, lens_id: str) -> tuple[Path, Path]:
     """``(finished, partial)`` folders of a lens."""
     lenses = Path(output) / "lenses"
     return lenses / lens_id, lenses / f"{lens_id}.partial"
+
+
+def stale_folders(output: Path, lens_id: str) -> list[Path]:
+    """The lens's folders kept aside by a refit (``<id>.stale-<date>``)."""
+    return sorted((Path(output) / "lenses").glob(f"{lens_id}.stale-*"))
 
 
 def lens_status(output: Path, lens_id: str) -> str:
@@ -99,7 +111,6 @@ def fit_lens(
     ``id``, ``status`` (``done`` or ``failed``), ``skipped`` (already finished), ``error``,
     ``seconds`` and ``log``. ``numba_threads`` bounds numba's threads (the worker's share of
     its node's cores)."""
-    from twinlens.job import run_fit
     from twinlens.job.config import parse_config
 
     limit_numba_threads(numba_threads)
@@ -127,7 +138,7 @@ def fit_lens(
                 truths = None
                 if task.truths is not None:
                     truths = [task.truths.get(p, np.nan) for p in config.model.paths]
-                run_fit(config, output=partial, progress=True, plot=plot, truths=truths)
+                _fit(config, partial, plot, truths)
         except Exception as err:  # the lens's own fault: record it, let the others go on
             failure = {
                 "id": task.id,
@@ -145,4 +156,20 @@ def fit_lens(
             }
         (partial / ".lock").unlink(missing_ok=True)
         os.rename(partial, finished)  # atomic: the lens's folder appears complete
+    for aside in stale_folders(Path(output), task.id):  # kept until the new fit finished
+        shutil.rmtree(aside, ignore_errors=True)
     return {**row, "seconds": time.perf_counter() - began, "log": str(finished / LOG)}
+
+
+def _fit(config: Any, partial: Path, plot: bool, truths: Any) -> None:
+    """Fit into the partial folder, resuming its checkpoint; a checkpoint of another
+    definition (the catalogue changed since the lens was interrupted) is restarted, as the
+    log says: it holds no finished result, only the old definition's unfinished search."""
+    from twinlens.job import run_fit
+    from twinlens.search.checkpoint import CheckpointMismatch
+
+    try:
+        run_fit(config, output=partial, progress=True, plot=plot, truths=truths)
+    except CheckpointMismatch as err:
+        print(f"{err}\nthe catalogue changed since this lens was interrupted: restarting it")
+        run_fit(config, output=partial, progress=True, plot=plot, truths=truths, restart=True)

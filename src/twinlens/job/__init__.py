@@ -40,6 +40,7 @@ def run_fit(
     """
     from twinlens.job.results import write_results
     from twinlens.search import Objective, search_from_config
+    from twinlens.search.checkpoint import run_record
     from twinlens.search.stopping import stop_on_signals
 
     folder = Path(output) if output is not None else Path(config.output)
@@ -48,6 +49,8 @@ def run_fit(
     objective = Objective.build(
         config.model, config.dataset, config.backend, None if ps is None else ps.likelihood
     )
+    fingerprint = run_record(search, objective)
+    _set_aside_if_stale(folder, fingerprint, progress)
     if progress:
         data = (
             f"{config.dataset.layout.n_points} ray-traced points"
@@ -70,11 +73,36 @@ def run_fit(
     if progress:
         images = "" if config.dataset is None else " FITS images,"
         print(f"writing the results: summary, samples,{images} plots, COOLEST", flush=True)
-    files = write_results(config, result, folder, truths=truths, plot=plot, progress=progress)
+    files = write_results(
+        config,
+        result,
+        folder,
+        truths=truths,
+        plot=plot,
+        progress=progress,
+        fingerprint=fingerprint,
+    )
     if progress:
         print(f"done in {time.perf_counter() - start:.0f} s; summary: {files['summary']}")
         print(files["summary"].read_text())
     return files
+
+
+def _set_aside_if_stale(folder: Path, fingerprint: dict, progress: bool) -> None:
+    """A finished fit in ``folder`` of another definition is moved aside (never overwritten,
+    never resumed): the rerun fits afresh and says what changed."""
+    from twinlens.job.freshness import fit_files, set_aside, staleness
+
+    changed = staleness(folder, fingerprint)
+    if not changed:
+        return
+    aside = set_aside(folder, fit_files(folder))
+    # said even when quiet: the user's earlier results moved
+    print(
+        f"{folder} held a finished fit of another definition ({changed.text}); its files are "
+        f"kept in {aside}; fitting afresh",
+        flush=True,
+    )
 
 
 def _warm_up(objective: Any, search: Any, progress: bool) -> None:

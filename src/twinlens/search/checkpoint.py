@@ -23,7 +23,14 @@ from typing import Any
 
 from twinlens.user_warnings import warn_user
 
-__all__ = ["CheckpointFiles", "CheckpointMismatch", "objective_record"]
+__all__ = [
+    "CheckpointFiles",
+    "CheckpointMismatch",
+    "changed_parts",
+    "describe_changes",
+    "objective_record",
+    "run_record",
+]
 
 
 class CheckpointMismatch(ValueError):
@@ -37,6 +44,42 @@ def objective_record(objective: Any) -> dict[str, str]:
     if fingerprint is not None:
         return dict(fingerprint())
     return {"free parameters": ", ".join(objective.paths)}
+
+
+def run_record(search: Any, objective: Any) -> dict[str, Any]:
+    """What defines a search's results on ``objective``: the settings that shape them, the
+    starting vector where the search depends on it, and the objective's parts
+    (:func:`objective_record`). A finished result stores it as its fingerprint, so a rerun
+    can tell whether the result still answers the run it is asked for."""
+    record = dict(search.result_settings())
+    if getattr(search, "uses_start", False):
+        record["start"] = [float(v) for v in objective.start]
+    record.update(objective_record(objective))
+    return json.loads(json.dumps(record))  # as stored: tuples become lists
+
+
+def changed_parts(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """The keys whose values differ between two records (either side may lack a key)."""
+    current = json.loads(json.dumps(current))
+    keys = [*current, *(k for k in stored if k not in current)]
+    return [k for k in keys if stored.get(k, _ABSENT) != current.get(k, _ABSENT)]
+
+
+def describe_changes(stored: dict[str, Any], current: dict[str, Any]) -> str:
+    """``"KEY: OLD then, NEW now; ..."`` for every part that differs."""
+    current = json.loads(json.dumps(current))
+    return "; ".join(
+        f"{key}: {_short(stored.get(key, _ABSENT))} then, {_short(current.get(key, _ABSENT))} now"
+        for key in changed_parts(stored, current)
+    )
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "absent"
+
+
+_ABSENT = _Absent()
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -173,21 +216,11 @@ class CheckpointFiles:
                 "runs: rerun with --restart (restart=True) to start afresh, or use another "
                 "output folder"
             )
-        record = json.loads(json.dumps(record))  # compare as stored (tuples become lists)
-        changes = [
-            f"{key}: {_short(stored.get(key))} then, {_short(value)} now"
-            for key, value in record.items()
-            if stored.get(key) != value
-        ]
-        changes += [
-            f"{key}: {_short(stored[key])} then, absent now"
-            for key in stored.keys() - record.keys()
-        ]
-        if changes:
+        if changed_parts(stored, record):
             raise CheckpointMismatch(
                 f"cannot resume the {self.name} run in {self.folder}: it was run with another "
-                f"definition ({'; '.join(changes)}). Rerun with --restart (restart=True) to "
-                "discard it and start afresh, or use another output folder"
+                f"definition ({describe_changes(stored, record)}). Rerun with --restart "
+                "(restart=True) to discard it and start afresh, or use another output folder"
             )
 
 

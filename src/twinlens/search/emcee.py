@@ -77,6 +77,8 @@ class Emcee(Search):
     """
 
     checkpoints: ClassVar[bool] = True
+    schedule_settings: ClassVar[tuple[str, ...]] = ("checkpoint_every",)
+    uses_start: ClassVar[bool] = True
 
     n_walkers: int = 32
     n_steps: int = 5000

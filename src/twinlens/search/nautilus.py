@@ -89,6 +89,7 @@ class Nautilus(Search):
     """
 
     checkpoints: ClassVar[bool] = True
+    schedule_settings: ClassVar[tuple[str, ...]] = ("checkpoint_every",)
 
     n_live: int = 2000
     n_eff: float = 10000
