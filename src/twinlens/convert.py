@@ -98,6 +98,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from twinlens.kernels.nfw import alpha_rs_from_kappa_s, kappa_s_from_alpha_rs
+from twinlens.messages import shown
 from twinlens.profiles.base import MassProfile, axis_ratio_angle
 from twinlens.profiles.composite import MassSum
 from twinlens.profiles.gaussian import MGE, Gaussian
@@ -122,13 +123,13 @@ def _require(name: str, kwargs: Mapping, keys: Sequence[str]) -> None:
 
 def _positive(source: str, key: str, value: Any) -> None:
     if not np.all(np.asarray(value, dtype=float) > 0):
-        raise ValueError(f"{source}: {key} must be > 0, got {value!r}")
+        raise ValueError(f"{source}: {key} must be > 0, got {shown(value)}")
 
 
 def _ellipticity(source: str, e1: float, e2: float, key: str = "e1, e2") -> tuple[float, float]:
     # checked before any conversion takes sqrt(q), naming the source's keys
     if not math.hypot(e1, e2) < 1.0:
-        raise ValueError(f"{source}: {key} must satisfy e1^2 + e2^2 < 1, got {(e1, e2)!r}")
+        raise ValueError(f"{source}: {key} must satisfy e1^2 + e2^2 < 1, got {shown((e1, e2))}")
     return float(e1), float(e2)
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from twinlens.messages import shown
+
 __all__ = [
     "ARCSEC",
     "LensDistances",
@@ -60,7 +62,7 @@ def _check_redshifts(z_lens: float, z_source: float) -> tuple[float, float]:
         except (TypeError, ValueError):
             raise TypeError(f"{name} must be a real number, got {type(z).__name__}") from None
         if not math.isfinite(value) or value < 0.0:
-            raise ValueError(f"{name} must be a finite redshift >= 0, got {z!r}")
+            raise ValueError(f"{name} must be a finite redshift >= 0, got {shown(z)}")
         values.append(value)
     if not values[1] > values[0]:
         raise ValueError(

@@ -110,6 +110,7 @@ import numpy as np
 from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity, ellipticity_from_axis_ratio
 from twinlens.kernels.light import sersic_b, sersic_b_capaccioli, sersic_with_other_b
+from twinlens.messages import shown
 from twinlens.model.paths import get_path
 from twinlens.model.priors import GaussianPrior, Prior, UniformPrior
 from twinlens.posterior_stats import Summary, fold_angle, summarise
@@ -120,7 +121,13 @@ from twinlens.profiles.power_law import PowerLaw
 from twinlens.profiles.simple import ExternalShear, MassSheet
 from twinlens.user_warnings import warn_user
 
-__all__ = ["from_coolest", "to_coolest"]
+__all__ = ["NotDescribable", "from_coolest", "to_coolest"]
+
+
+class NotDescribable(ValueError):
+    """The model holds something COOLEST's format has no place for (a profile, a cosmology,
+    a value outside COOLEST's range): the model is fine, the format cannot say it."""
+
 
 _INSTALL = 'pip install "twinlens[fit]"'
 _MODES = ("MAP", "MOCK")
@@ -245,7 +252,7 @@ def _shape(path: str) -> tuple[_Param, ...]:
 def _at_origin(path: str, profile: Any, field: str, ctype: str) -> None:
     value = tuple(float(v) for v in getattr(profile, field))
     if value != (0.0, 0.0):
-        raise ValueError(
+        raise NotDescribable(
             f"{path} is a {type(profile).__name__} with {field} {value}: COOLEST's {ctype} has "
             "its origin fixed at (0, 0)"
         )
@@ -273,7 +280,7 @@ def _mass_export(path: str, profile: Any) -> _Export:
         _at_origin(path, profile, "centre", "ConvergenceSheet")
         params = (_copy("kappa_s", f"{path}.kappa"),)
         return _Export(path, profile, "ConvergenceSheet", "mass", True, params)
-    raise ValueError(
+    raise NotDescribable(
         f"{path} is a {kind.__name__}, which COOLEST cannot describe; the mass profiles "
         f"exported are {_MASS_SUPPORTED}"
     )
@@ -340,7 +347,7 @@ def _collect(tracer: Tracer, unsupported_light: str) -> tuple[list[_Export], dic
                 if export is None:
                     name = type(light).__name__
                     if unsupported_light == "raise":
-                        raise ValueError(
+                        raise NotDescribable(
                             f"{path} is a {name}, which COOLEST cannot describe (its analytic "
                             "light profiles are Sersic ones); pass unsupported_light='skip' "
                             "to leave it out"
@@ -744,12 +751,12 @@ def to_coolest(
         raise ValueError("posterior statistics belong to mode='MAP' (COOLEST drops them in MOCK)")
     for name, z in (("lens_redshift", lens_redshift), ("source_redshift", source_redshift)):
         if z is not None and not (math.isfinite(z) and z >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0, got {z!r}")
+            raise ValueError(f"{name} must be a finite number >= 0, got {shown(z)}")
     out = _json_path(path, must_exist=False)
     exports, skipped = _collect(tracer, unsupported_light)
     pixelised = [e for e in exports if e.ctype in _GRID_TYPES]
     if len(pixelised) > 1:
-        raise ValueError(
+        raise NotDescribable(
             f"{', '.join(e.path for e in pixelised)}: one pixelised source can be written (one "
             "reconstruction is given)"
         )
@@ -850,14 +857,14 @@ def _coolest_cosmology(lazy: Any, tracer: Tracer) -> Any:
     if not isinstance(tracer, MultiPlaneTracer):
         return None
     if tracer.distance_ratios is not None:
-        raise ValueError(
+        raise NotDescribable(
             "a MultiPlaneTracer built from distance_ratios has no cosmology for COOLEST to "
             "hold; build it with cosmology= (a flat LambdaCDM)"
         )
     cosmology = tracer.cosmology_in_use.astropy
     flat = type(cosmology).__name__ == "FlatLambdaCDM" and not cosmology.Tcmb0.value
     if not flat:
-        raise ValueError(
+        raise NotDescribable(
             "COOLEST holds a flat LambdaCDM cosmology (H0, Om0) without radiation, not "
             f"{cosmology!r}"
         )
@@ -935,7 +942,7 @@ def _fill(
             or (lo is not None and value < lo)
             or (hi is not None and value > hi)
         ):
-            raise ValueError(
+            raise NotDescribable(
                 f"{where}: COOLEST's {export.ctype} parameter {p.name} would be {value!r}, "
                 f"outside its range [{lo}, {hi}]"
             )

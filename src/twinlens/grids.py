@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.fields import ValueIdentity, canonical, static_field
+from twinlens.messages import shown
 
 __all__ = ["Grid2D", "Grid2DIrregular", "SubPixelLayout", "bin_to_pixels"]
 
@@ -30,7 +31,7 @@ def _check_factor(name: str, value: int) -> None:
     if not (isinstance(value, (int, np.integer)) and 1 <= abs(value) <= 64):
         raise ValueError(
             f"{name} must be an integer from 1 to 64 (-1 to -64 for Gauss-Legendre nodes), "
-            f"got {value!r}"
+            f"got {shown(value)}"
         )
 
 
@@ -141,14 +142,19 @@ class Grid2D(ValueIdentity):
             or len(self.shape) != 2
             or not all(isinstance(n, int) and n > 0 for n in self.shape)
         ):
-            raise ValueError(f"Grid2D.shape must be (ny, nx) positive integers, got {self.shape!r}")
+            raise ValueError(
+                f"Grid2D.shape must be (ny, nx) positive integers, got {shown(self.shape)}"
+            )
         if not (isinstance(self.pixel_scale, (int, float)) and 0 < self.pixel_scale < math.inf):
             raise ValueError(
-                f"Grid2D.pixel_scale must be a finite number > 0 (arcsec), got {self.pixel_scale!r}"
+                "Grid2D.pixel_scale must be a finite number > 0 (arcsec), "
+                f"got {shown(self.pixel_scale)}"
             )
         object.__setattr__(self, "pixel_scale", float(self.pixel_scale))
         if len(self.origin) != 2 or not all(math.isfinite(float(v)) for v in self.origin):
-            raise ValueError(f"Grid2D.origin must be a finite pair (x, y), got {self.origin!r}")
+            raise ValueError(
+                f"Grid2D.origin must be a finite pair (x, y), got {shown(self.origin)}"
+            )
         object.__setattr__(self, "origin", tuple(float(v) for v in self.origin))
         if self.mask is not None:
             mask = np.asarray(self.mask)
@@ -242,7 +248,7 @@ class Grid2D(ValueIdentity):
         """The grid using only pixels whose centres lie within ``radius`` (arcsec) of
         ``centre``."""
         if not radius > 0:
-            raise ValueError(f"circular_mask: radius must be > 0 arcsec, got {radius!r}")
+            raise ValueError(f"circular_mask: radius must be > 0 arcsec, got {shown(radius)}")
         return replace(self, mask=self._radius(centre) <= radius)
 
     def annular_mask(
@@ -280,7 +286,7 @@ class Grid2D(ValueIdentity):
         if len(radii) != len(sub_sizes) or not radii:
             raise ValueError("adaptive_radial: radii and sub_sizes need one entry each, >= 1")
         if any(b <= a for a, b in itertools.pairwise(radii)):
-            raise ValueError(f"adaptive_radial: radii must increase, got {radii!r}")
+            raise ValueError(f"adaptive_radial: radii must increase, got {shown(radii)}")
         for s in (*sub_sizes, outer_sub_size):
             _check_factor("adaptive_radial sub size", s)
         r = np.min([self._radius(c) for c in centres], axis=0)
@@ -304,7 +310,9 @@ class Grid2D(ValueIdentity):
         (static), so a search compiles once; choose it from a model near the expected solution.
         """
         if not tolerance > 0:
-            raise ValueError(f"adaptive_to_tolerance: tolerance must be > 0, got {tolerance!r}")
+            raise ValueError(
+                f"adaptive_to_tolerance: tolerance must be > 0, got {shown(tolerance)}"
+            )
         for s in sub_sizes:
             _check_factor("adaptive_to_tolerance sub size", s)
         sizes = list(dict.fromkeys(sub_sizes))

@@ -48,7 +48,6 @@ import contextlib
 import contextvars
 import dataclasses
 import hashlib
-import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -58,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend.concrete import Batched, is_concrete, is_jax_array
+from twinlens.environment import env_number, env_switch
 from twinlens.fields import ValueIdentity, frozen_array, value_digest, value_key
 
 __all__ = [
@@ -80,7 +80,6 @@ COMPUTE_BACKEND = "numba"
 #: Keys remembered for the second-request admission rule (see :func:`recall`).
 SEEN_KEYS = 4096
 
-_OFF_WORDS = {"0", "off", "false", "no"}
 _disabled_depth: contextvars.ContextVar[int] = contextvars.ContextVar("memo_off", default=0)
 
 
@@ -91,7 +90,7 @@ def enabled() -> bool:
     """True unless ``TWINLENS_MEMO`` is ``0``/``off`` or a :func:`disabled` block is open."""
     if _disabled_depth.get():
         return False
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in _OFF_WORDS
+    return env_switch(ENV_SWITCH, True)
 
 
 @contextlib.contextmanager
@@ -106,15 +105,7 @@ def disabled() -> Iterator[None]:
 
 def max_bytes() -> int:
     """The byte cap, from ``TWINLENS_MEMO_MAX_MB`` (megabytes, >= 0; default 256)."""
-    raw = os.environ.get(ENV_MAX_MB)
-    if raw is None or not raw.strip():
-        return int(DEFAULT_MAX_MB * 2**20)
-    try:
-        mb = float(raw)
-    except ValueError:
-        mb = float("nan")
-    if not (mb >= 0.0 and np.isfinite(mb)):
-        raise ValueError(f"{ENV_MAX_MB} must be a number of megabytes >= 0, got {raw!r}")
+    mb = env_number(ENV_MAX_MB, DEFAULT_MAX_MB, 0.0, "a number of megabytes >= 0")
     return int(mb * 2**20)
 
 

@@ -39,6 +39,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from twinlens.messages import shown
+
 __all__ = [
     "Summary",
     "central_interval",
@@ -112,7 +114,7 @@ def percentile(values: Any, q: Any, weights: Any = None) -> Any:
     v = _samples(values)
     qs = np.asarray(q, dtype=float)
     if not np.all((qs >= 0.0) & (qs <= 100.0)):
-        raise ValueError(f"percentiles must be in [0, 100], got {q!r}")
+        raise ValueError(f"percentiles must be in [0, 100], got {shown(q)}")
     if weights is None:
         out = np.percentile(v, qs)
     else:
@@ -192,7 +194,7 @@ def central_interval(values: Any, level: float = 0.68, weights: Any = None) -> t
         For ``level`` outside ``(0, 1)``, or as :func:`percentile`.
     """
     if not (isinstance(level, (int, float)) and 0.0 < level < 1.0):
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+        raise ValueError(f"level must be in (0, 1), got {shown(level)}")
     tail = 50.0 * (1.0 - level)
     lower, upper = percentile(values, [tail, 100.0 - tail], weights)
     return float(lower), float(upper)

@@ -29,6 +29,7 @@ import numpy as np
 
 from twinlens.kernels.registry import Kernel, all_kernels, parameter_cases, sample_arguments
 from twinlens.kernels.tolerance import compare_outputs
+from twinlens.messages import shown
 
 #: Random parameter draws per kernel in the default check and in the full one (``full=True``,
 #: ``twinlens validate --full``); every special value of every parameter is checked in both.
@@ -232,7 +233,7 @@ def run(
     backends = backends or available_backends()
     chosen = select_kernels(kernels)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive int, got {jobs!r}")
+        raise ValueError(f"jobs must be a positive int, got {shown(jobs)}")
     n_random = FULL_RANDOM if full else QUICK_RANDOM
     start = time.perf_counter()
     done: dict[str, list[Row]] = {}

@@ -17,10 +17,10 @@ environment variable, else ``numba``).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from twinlens.backend.concrete import any_jax
+from twinlens.environment import env_choice
 
 BACKENDS: tuple[str, ...] = ("numba", "jax", "numpy")
 ENV_BACKEND = "TWINLENS_BACKEND"
@@ -45,13 +45,8 @@ def get_backend() -> str:
     """The process default backend: :func:`set_backend`, else ``TWINLENS_BACKEND``, else numba."""
     if _default is not None:
         return _default
-    env = os.environ.get(ENV_BACKEND)
-    if env:
-        try:
-            return check_backend(env)
-        except ValueError as err:
-            raise ValueError(f"environment variable {ENV_BACKEND}: {err}") from None
-    return "numba"
+    # a bad value raises EnvironmentVariableError, which the command line shows as one line
+    return env_choice(ENV_BACKEND, BACKENDS, "numba")
 
 
 def resolve_backend(backend: str | None, *inputs: Any) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
+from twinlens.environment import env_number, env_switch
 from twinlens.user_warnings import warn_user
 
 INSTALL_HINT = "pip install 'twinlens[jax]' (or 'twinlens[gpu]' for NVIDIA GPUs)"
@@ -26,7 +27,7 @@ _on_load: list[Callable[[ModuleType], None]] = []
 
 def x64_requested() -> bool:
     """Whether JAX is to run in double precision (``TWINLENS_JAX_X64``, default on)."""
-    return os.environ.get("TWINLENS_JAX_X64", "1").strip().lower() not in {"0", "false", "no"}
+    return env_switch("TWINLENS_JAX_X64", True)
 
 
 def on_load(hook: Callable[[ModuleType], None]) -> None:
@@ -75,15 +76,9 @@ DEFAULT_CACHE_MAX_MB = 1024
 def cache_cap_bytes() -> int | None:
     """The on-disk program cache's cap in bytes (``TWINLENS_JAX_CACHE_MAX_MB``), or None for
     no cap: ``0``, or ``filelock`` missing (JAX's eviction locks the folder with it)."""
-    raw = os.environ.get("TWINLENS_JAX_CACHE_MAX_MB", str(DEFAULT_CACHE_MAX_MB))
-    try:
-        megabytes = float(raw)
-    except ValueError:
-        raise ValueError(
-            f"TWINLENS_JAX_CACHE_MAX_MB={raw!r}: expected a number of megabytes >= 0"
-        ) from None
-    if not megabytes >= 0:
-        raise ValueError(f"TWINLENS_JAX_CACHE_MAX_MB={raw!r}: expected a number of megabytes >= 0")
+    megabytes = env_number(
+        "TWINLENS_JAX_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, 0.0, "a number of megabytes >= 0"
+    )
     try:
         import filelock  # noqa: F401
     except ImportError:

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from twinlens.environment import env_choice, env_switch
 from twinlens.user_warnings import warn_user
 
 _threads: int | None = None
@@ -53,7 +54,8 @@ def keep_freed_memory() -> bool:
     memory kept, against 150-190 ms without, varying with the allocation pattern. The cost is
     that the process keeps its peak heap. Returns whether the setting was applied."""
     global _malloc_tuned
-    if _malloc_tuned or os.environ.get("TWINLENS_MALLOC", "").strip().lower() == "system":
+    # the variable first: a bad value is reported even once the allocator is tuned
+    if env_choice("TWINLENS_MALLOC", ("system",), "") == "system" or _malloc_tuned:
         return _malloc_tuned
     if not sys.platform.startswith("linux") or any(k.startswith("MALLOC_") for k in os.environ):
         return False  # not glibc, or the user tunes malloc already
@@ -103,7 +105,7 @@ def get_num_threads() -> int:
 
 def cache_enabled() -> bool:
     """Whether compiled kernels are cached on disk (``TWINLENS_NUMBA_CACHE``, default on)."""
-    return os.environ.get("TWINLENS_NUMBA_CACHE", "1").strip().lower() not in {"0", "false", "no"}
+    return env_switch("TWINLENS_NUMBA_CACHE", True)
 
 
 def cache_root() -> Path:

@@ -30,6 +30,7 @@ from twinlens.batch.likelihood import (
     _jax_batch,
     _jax_single,
     batch_of_models,
+    checked_rows,
     finite_or_minus_inf,
     run_jax,
     vmap_width,
@@ -50,6 +51,7 @@ from twinlens.fit.point_source_likelihood import (
     model_images,
 )
 from twinlens.fit.tracer import Tracer
+from twinlens.messages import shown
 from twinlens.model.model import POINT_SOURCE
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.profiles.checks import collect_validity
@@ -109,7 +111,7 @@ class JointLikelihood(ValueIdentity):
         for path in self.free:
             value = self._get(path)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise ValueError(f"{path!r} is not a scalar parameter (it holds {value!r})")
+                raise ValueError(f"{path!r} is not a scalar parameter (it holds {shown(value)})")
         # now, not at the first evaluation inside a search (the imaging term checks fixed
         # images); images that move start at the observed positions, which must be seen
         self.imaging  # noqa: B018
@@ -163,11 +165,16 @@ class JointLikelihood(ValueIdentity):
                 tracer[p] = vector[j]
         return tracer, point
 
+    def _members(self, values: Any) -> tuple[Tracer, PointSource]:
+        """The tracer and point source at ``values`` (one per free parameter)."""
+        tracer_values, point_values = self._split(values)
+        tracer = set_paths(self.model, tracer_values, False)
+        return tracer, set_paths(self.point_source, point_values, False)
+
     def instances(self, vector: Any) -> tuple[Tracer, PointSource]:
         """The tracer and point source at ``vector`` (a clear error when out of range)."""
         v = self._check_vectors(np.atleast_2d(np.asarray(vector, dtype=float)))[0]
-        tracer, point = self._split([float(x) for x in v])
-        return set_paths(self.model, tracer, False), set_paths(self.point_source, point, False)
+        return self._members([float(x) for x in v])
 
     def _check_vectors(self, values: np.ndarray) -> np.ndarray:
         if values.ndim != 2 or values.shape[1] != self.n_params:
@@ -204,7 +211,7 @@ class JointLikelihood(ValueIdentity):
                 chunk = settings.get("chunk_size")
                 chunk = NUMBA_CHUNK if chunk is None else chunk
                 if not (isinstance(chunk, int) and chunk >= 1):
-                    raise ValueError(f"chunk_size must be an integer >= 1, got {chunk!r}")
+                    raise ValueError(f"chunk_size must be an integer >= 1, got {shown(chunk)}")
                 out = out + self._imaging_rows_with_moving_images(imaging, values, backend, chunk)
             elif imaging is not None:
                 columns = self._tracer_columns
@@ -220,18 +227,14 @@ class JointLikelihood(ValueIdentity):
             return self._rows(values, backend)
 
     def _rows(self, values: np.ndarray, backend: str) -> np.ndarray:
-        out = np.empty(len(values))
+        # out of range (-inf) as the imaging likelihood decides it: by the checks' collected
+        # conditions, so that no exception is caught here and a programming error raises
+        valid, _ = checked_rows(self._members, values)
+        out = np.full(len(values), -np.inf)
         for i, v in enumerate(values):
-            if not np.all(np.isfinite(v)):
-                out[i] = -np.inf
+            if not valid[i]:
                 continue
-            tracer_values, point_values = self._split([float(x) for x in v])
-            try:
-                tracer = set_paths(self.model, tracer_values, False)
-                point = set_paths(self.point_source, point_values, False)
-            except (TypeError, ValueError):  # outside a parameter's range
-                out[i] = -np.inf
-                continue
+            tracer, point = self._members([float(x) for x in v])
             with np.errstate(all="ignore"):
                 out[i] = float(self.point_source_likelihood.log_likelihood(tracer, point, backend))
         return out
@@ -257,13 +260,7 @@ class JointLikelihood(ValueIdentity):
         data = self.point_source_likelihood.data
         n_rows, n_images = len(rows), data.n_images
 
-        def members(columns: list) -> tuple[Tracer, PointSource]:
-            tracer_values, point_values = self._split(columns)
-            return set_paths(self.model, tracer_values, False), set_paths(
-                self.point_source, point_values, False
-            )
-
-        ok, (tracer, point) = batch_of_models(members, rows, self.reference)
+        ok, (tracer, point) = batch_of_models(self._members, rows, self.reference)
         p, found = model_images(tracer, point, data, backend)
         # without free lens or source parameters every row has the same images
         p = np.broadcast_to(np.asarray(p, dtype=float), (n_rows, n_images, 2))

@@ -39,6 +39,7 @@ import numpy as np
 from twinlens import memo
 from twinlens.backend import resolve_backend
 from twinlens.backend.concrete import batched
+from twinlens.environment import env_number
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.imaging import Imaging
 from twinlens.fit.likelihood import blurred_terms, solve_and_score
@@ -51,6 +52,7 @@ from twinlens.fit.pixelised.source import (
 )
 from twinlens.fit.point_images import PointImages, check_point_images
 from twinlens.fit.tracer import Tracer
+from twinlens.messages import shown
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.profiles.checks import collect_validity
 from twinlens.user_warnings import warn_user
@@ -96,7 +98,7 @@ class ImagingLikelihood(ValueIdentity):
         for path in self.free:
             value = get_path(self.model, path)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise ValueError(f"{path!r} is not a scalar parameter (it holds {value!r})")
+                raise ValueError(f"{path!r} is not a scalar parameter (it holds {shown(value)})")
         check_point_images(self.point_images, self.model, self.dataset)
         parts = pixelised_parts(self.model)  # refuses what cannot go with one
         if parts is not None:
@@ -175,7 +177,7 @@ class ImagingLikelihood(ValueIdentity):
         else:
             size = chunk_size
         if not (isinstance(size, int) and size >= 1):
-            raise ValueError(f"chunk_size must be an integer >= 1, got {size!r}")
+            raise ValueError(f"chunk_size must be an integer >= 1, got {shown(size)}")
         out = np.empty(values.shape[0])
         n_chunks = math.ceil(values.shape[0] / size)
         for i in range(n_chunks):
@@ -271,7 +273,7 @@ class ImagingLikelihood(ValueIdentity):
         """Vectors per chunk under ``memory_budget`` bytes (default: see the module)."""
         budget = memory_budget if memory_budget is not None else default_memory_budget(backend)
         if not budget > 0:
-            raise ValueError(f"memory_budget must be > 0 bytes, got {budget!r}")
+            raise ValueError(f"memory_budget must be > 0 bytes, got {shown(budget)}")
         return max(1, min(16384, int(budget // self.bytes_per_evaluation())))
 
 
@@ -283,14 +285,24 @@ def batch_of_models(
     finite and inside every parameter's range (collected, not raised) and what ``build``
     made, rebuilt with ``reference`` in the rows that are not, so that they evaluate
     harmlessly (one build when every row is valid, two otherwise)."""
+    valid, built = checked_rows(build, values)
+    if not valid.all():
+        safe = np.where(valid[:, None], values, reference[None, :])
+        built = build([batched(c) for c in safe.T])
+    return valid, built
+
+
+def checked_rows(build: Callable[[list], Any], values: np.ndarray) -> tuple[np.ndarray, Any]:
+    """Which rows of ``values (n_rows, n_params)`` are finite and inside every parameter's
+    range, and what ``build`` (see :func:`batch_of_models`) made of them. The parameter checks
+    decide, collected rather than raised (:func:`~twinlens.profiles.checks.collect_validity`):
+    the one test of "out of range, so ``-inf``", so that no exception is ever caught for it
+    and a programming error still raises."""
     valid = np.all(np.isfinite(values), axis=1)
     with np.errstate(all="ignore"), collect_validity() as conditions:
         built = build([batched(c) for c in values.T])
     for c in conditions:
         valid &= np.broadcast_to(np.asarray(c, dtype=bool).reshape(-1), valid.shape)
-    if not valid.all():
-        safe = np.where(valid[:, None], values, reference[None, :])
-        built = build([batched(c) for c in safe.T])
     return valid, built
 
 
@@ -330,9 +342,9 @@ def vmap_width() -> int:
     accelerator; on a CPU a few at a time, in a loop, since the vmapped intermediates of many
     vectors overflow the caches (W5 on 2 cores: see docs/imaging.rst). ``TWINLENS_VMAP_WIDTH``
     overrides it."""
-    env = os.environ.get("TWINLENS_VMAP_WIDTH")
-    if env:
-        return max(1, int(env))
+    width = env_number("TWINLENS_VMAP_WIDTH", 0, 1, "an integer >= 1", integer=True)
+    if width:
+        return int(width)
     from twinlens.backend import jax_runtime
 
     return 1 << 30 if jax_runtime.load().default_backend() != "cpu" else CPU_VMAP_WIDTH

@@ -23,6 +23,7 @@ from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
 from twinlens.light import Sersic
 from twinlens.mass import SIE
+from twinlens.messages import shown
 
 __all__ = ["calibration", "report", "write_example"]
 
@@ -93,7 +94,7 @@ def write_example(folder: str | Path, n_lenses: int = 8, seed: int = 1) -> Path:
     """Simulate ``n_lenses`` lenses into ``folder`` and write ``template.toml``,
     ``lenses.csv`` (with ``truth.`` columns) and ``catalogue.toml``; returns the last."""
     if not (isinstance(n_lenses, int) and n_lenses >= 1):
-        raise ValueError(f"n_lenses must be a whole number >= 1, got {n_lenses!r}")
+        raise ValueError(f"n_lenses must be a whole number >= 1, got {shown(n_lenses)}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from twinlens.messages import shown
+
 __all__ = ["read_image", "write_image"]
 
 # Arcseconds per unit of CUNITi. The FITS WCS default, when CUNITi is absent, is degrees.
@@ -173,7 +175,7 @@ def write_image(
 
 
 def _positive_finite(name: str, value: Any, unit: str) -> float:
-    message = f"{name} must be a positive finite number ({unit}); got {value!r}"
+    message = f"{name} must be a positive finite number ({unit}); got {shown(value)}"
     try:
         number = float(value)
     except (TypeError, ValueError):

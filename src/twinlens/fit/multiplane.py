@@ -61,6 +61,7 @@ from twinlens.backend.concrete import is_concrete
 from twinlens.fields import static_field
 from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.kernels import lensing
+from twinlens.messages import shown
 from twinlens.profiles.base import _numbers, assemble, positions
 
 __all__ = ["Cosmology", "MultiPlaneTracer", "distance_ratios"]
@@ -137,7 +138,7 @@ def distance_ratios(lens_redshifts: Any, z_source: float, cosmology: Any = None)
 def _check_plane_redshifts(zs: tuple[float, ...], z_source: Any) -> None:
     for z in zs:
         if not math.isfinite(z) or z < 0.0:
-            raise ValueError(f"lens redshifts must be finite and >= 0, got {z!r}")
+            raise ValueError(f"lens redshifts must be finite and >= 0, got {shown(z)}")
     if any(zs[k + 1] <= zs[k] for k in range(len(zs) - 1)):
         raise ValueError(f"lens redshifts must be strictly increasing, got {zs}")
     if isinstance(z_source, bool) or not isinstance(z_source, (int, float, np.number)):
@@ -147,7 +148,7 @@ def _check_plane_redshifts(zs: tuple[float, ...], z_source: Any) -> None:
         low = zs[-1] if zs else 0.0
         raise ValueError(
             f"z_source must be a finite redshift greater than every lens redshift "
-            f"(z_source > {low:g}: the source lies behind every lens plane), got {z_source!r}"
+            f"(z_source > {low:g}: the source lies behind every lens plane), got {shown(z_source)}"
         )
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from twinlens.messages import shown
+
 __all__ = ["add_noise", "gaussian_noise"]
 
 Seed = int | np.random.SeedSequence | np.random.Generator | None
@@ -125,10 +127,10 @@ def _scalar(name: str, value: Any, unit: str, *, positive: bool = False) -> floa
         value = value.item()
     # No strings (float("10") would pass) and no bools (float(True) would pass).
     if not isinstance(value, numbers.Real) or isinstance(value, bool | np.bool_):
-        raise ValueError(f"{name} must be a real number ({unit}), {allowed}; got {value!r}")
+        raise ValueError(f"{name} must be a real number ({unit}), {allowed}; got {shown(value)}")
     number = float(value)
     if not math.isfinite(number) or number < 0 or (positive and number == 0):
-        raise ValueError(f"{name} must be {allowed} ({unit}); got {value!r}")
+        raise ValueError(f"{name} must be {allowed} ({unit}); got {shown(value)}")
     return number
 
 

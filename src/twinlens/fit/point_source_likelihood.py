@@ -69,6 +69,7 @@ from twinlens.fit.point_images import PointImages
 from twinlens.fit.point_sources import fermat_potential
 from twinlens.fit.tracer import Tracer
 from twinlens.kernels import lensing
+from twinlens.messages import shown
 from twinlens.profiles.base import _numbers
 from twinlens.profiles.checks import check_pair, check_positive
 
@@ -141,17 +142,19 @@ def _array(name: str, value: Any, shape: tuple[int, ...], positive: bool) -> np.
     try:
         arr = np.array(value, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"PointSourceData.{name} must be real numbers, got {value!r}") from None
+        raise ValueError(
+            f"PointSourceData.{name} must be real numbers, got {shown(value)}"
+        ) from None
     if isinstance(value, bool) or np.asarray(value).dtype.kind not in "iuf":
-        raise ValueError(f"PointSourceData.{name} must be real numbers, got {value!r}")
+        raise ValueError(f"PointSourceData.{name} must be real numbers, got {shown(value)}")
     if arr.ndim == 0:
         arr = np.full(shape, float(arr))
     if arr.shape != shape:
         raise ValueError(f"PointSourceData.{name} must have shape {shape}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"PointSourceData.{name} must be finite, got {value!r}")
+        raise ValueError(f"PointSourceData.{name} must be finite, got {shown(value)}")
     if positive and not np.all(arr > 0):
-        raise ValueError(f"PointSourceData.{name} must be > 0 (an uncertainty), got {value!r}")
+        raise ValueError(f"PointSourceData.{name} must be > 0 (an uncertainty), got {shown(value)}")
     arr.setflags(write=False)
     return arr
 
@@ -190,7 +193,7 @@ class PointSourceData(ValueIdentity):
         if pos.dtype.kind not in "iuf" or pos.ndim != 2 or pos.shape[1] != 2 or pos.shape[0] < 1:
             raise ValueError(
                 "PointSourceData.positions must be real (x, y) pairs of shape (n, 2), n >= 1, "
-                f"got {self.positions!r}"
+                f"got {shown(self.positions)}"
             )
         n = pos.shape[0]
         set_ = object.__setattr__
@@ -463,7 +466,7 @@ class PointSourceLikelihood(ValueIdentity):
         if self.positions not in POSITION_LIKELIHOODS:
             raise ValueError(
                 f"PointSourceLikelihood.positions must be one of "
-                f"{', '.join(POSITION_LIKELIHOODS)}, got {self.positions!r}"
+                f"{', '.join(POSITION_LIKELIHOODS)}, got {shown(self.positions)}"
             )
         if self.positions == "image" and self.solver is None:
             object.__setattr__(self, "solver", ImageSolver())
@@ -484,12 +487,14 @@ class PointSourceLikelihood(ValueIdentity):
         limit = self.magnification_limit
         if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 <= limit < 1e30:
             raise ValueError(
-                f"PointSourceLikelihood.magnification_limit must be a number >= 0, got {limit!r}"
+                "PointSourceLikelihood.magnification_limit must be a number >= 0, "
+                f"got {shown(limit)}"
             )
         object.__setattr__(self, "magnification_limit", float(limit))
         if not isinstance(self.in_imaging, (bool, np.bool_)):
             raise ValueError(
-                f"PointSourceLikelihood.in_imaging must be true or false, got {self.in_imaging!r}"
+                "PointSourceLikelihood.in_imaging must be true or false, "
+                f"got {shown(self.in_imaging)}"
             )
         object.__setattr__(self, "in_imaging", bool(self.in_imaging))
         if self.imaging_positions not in IMAGING_POSITIONS:

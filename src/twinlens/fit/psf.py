@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.fields import ValueIdentity, static_field
+from twinlens.messages import shown
 
 __all__ = ["PSF", "convolve", "separable_factors"]
 
@@ -69,11 +70,11 @@ class PSF(ValueIdentity):
             raise ValueError("PSF.kernel must be finite")
         total = k.sum()
         if not total > 0:
-            raise ValueError(f"PSF.kernel must have a positive sum, got {total!r}")
+            raise ValueError(f"PSF.kernel must have a positive sum, got {shown(total)}")
         if self.normalize:
             k = k / total
         elif abs(total - 1.0) > 1e-10:
-            raise ValueError(f"PSF.kernel must sum to 1 when normalize=False, got {total!r}")
+            raise ValueError(f"PSF.kernel must sum to 1 when normalize=False, got {shown(total)}")
         object.__setattr__(self, "kernel", k)
         if self.method not in METHODS:
             raise ValueError(
@@ -95,8 +96,8 @@ class PSF(ValueIdentity):
         centres and normalised; ``shape`` odd (pixels per side)."""
         if not (fwhm > 0 and pixel_scale > 0):
             raise ValueError(
-                f"PSF.gaussian: fwhm and pixel_scale must be > 0 arcsec, got {fwhm!r}, "
-                f"{pixel_scale!r}"
+                f"PSF.gaussian: fwhm and pixel_scale must be > 0 arcsec, got {shown(fwhm)}, "
+                f"{shown(pixel_scale)}"
             )
         ky, kx = (shape, shape) if isinstance(shape, int) else shape
         sigma = fwhm / FWHM_PER_SIGMA

@@ -21,6 +21,7 @@ from twinlens.backend.concrete import is_concrete
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.kernels import lensing
 from twinlens.memo import Recalled
+from twinlens.messages import shown
 from twinlens.profiles.base import MassProfile, _numbers, assemble, positions
 from twinlens.profiles.light import LightProfile
 
@@ -111,7 +112,9 @@ def _check_redshift(z: Any) -> float:
         )
     value = float(z)
     if not math.isfinite(value) or value < 0.0:
-        raise ValueError(f"Galaxy.redshift must be a finite redshift >= 0 (or None), got {z!r}")
+        raise ValueError(
+            f"Galaxy.redshift must be a finite redshift >= 0 (or None), got {shown(z)}"
+        )
     return value
 
 

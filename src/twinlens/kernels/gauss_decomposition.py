@@ -81,6 +81,7 @@ import numpy as np
 from twinlens.backend import jax_runtime
 from twinlens.backend.concrete import any_jax, is_batched, is_concrete
 from twinlens.kernels import radial
+from twinlens.messages import shown
 
 ArrayLike = Any
 
@@ -118,9 +119,9 @@ def grid_indices(n_sigma: int, sigma_range: tuple[float, float]) -> tuple[float,
     """
     lo, hi = (float(s) for s in sigma_range)
     if int(n_sigma) != n_sigma or n_sigma < 2:
-        raise ValueError(f"n_sigma must be an integer >= 2, got {n_sigma!r}")
+        raise ValueError(f"n_sigma must be an integer >= 2, got {shown(n_sigma)}")
     if not 0.0 < lo < 1.0 < hi:
-        raise ValueError(f"sigma_range must satisfy 0 < lo < 1 < hi, got {sigma_range!r}")
+        raise ValueError(f"sigma_range must satisfy 0 < lo < 1 < hi, got {shown(sigma_range)}")
     h = math.log(hi / lo) / (int(n_sigma) - 1)
     return h, round(math.log(lo) / h)
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from twinlens.fields import ValueIdentity, static_field, value_key
 from twinlens.fit.tracer import Tracer
+from twinlens.messages import shown
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.model.priors import Prior
 
@@ -133,7 +134,9 @@ class Model(ValueIdentity):
         free_paths = set(self.scalar_paths())
         for item in self.priors:
             if len(item) != 2 or not isinstance(item[0], str) or not isinstance(item[1], Prior):
-                raise TypeError(f"Model.priors entries must be (path, Prior) pairs, got {item!r}")
+                raise TypeError(
+                    f"Model.priors entries must be (path, Prior) pairs, got {shown(item)}"
+                )
             path, prior = item
             if path in seen:
                 raise ValueError(f"Model.priors names {path!r} twice")
@@ -142,7 +145,7 @@ class Model(ValueIdentity):
             if path not in free_paths:  # an array, or a class constant such as a linear
                 raise ValueError(  # profile's unit intensity
                     f"{path!r} is not a scalar parameter field of the tracer (it holds "
-                    f"{value!r}); scalar parameters are {sorted(free_paths)}"
+                    f"{shown(value)}); scalar parameters are {sorted(free_paths)}"
                 )
             if not prior.contains(float(value)):
                 raise ValueError(

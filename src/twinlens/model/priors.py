@@ -16,6 +16,7 @@ import numpy as np
 from scipy import special
 
 from twinlens.fields import ValueIdentity
+from twinlens.messages import shown
 
 __all__ = ["GaussianPrior", "LogUniformPrior", "Prior", "TruncatedGaussianPrior", "UniformPrior"]
 
@@ -33,7 +34,7 @@ def _special(xp: Any) -> Any:
 def _finite(owner: str, **values: float) -> None:
     for name, v in values.items():
         if not (isinstance(v, (int, float)) and math.isfinite(v)):
-            raise ValueError(f"{owner}.{name} must be a finite number, got {v!r}")
+            raise ValueError(f"{owner}.{name} must be a finite number, got {shown(v)}")
 
 
 class Prior(ValueIdentity):

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend.concrete import is_concrete, is_jax_array
+from twinlens.messages import shown
 
 #: The largest magnitude of any real parameter.
 MAX_MAGNITUDE = 1e100
@@ -115,14 +116,16 @@ def _check(name: str, value: Any, allowed: str, inside: Callable[[Any, Any], Any
     condition instead (:func:`collect_validity`)."""
     why = _not_real(value)
     if why is not None:
-        raise TypeError(f"{name} must be a real number {allowed}, got {value!r} ({why})")
+        raise TypeError(f"{name} must be a real number {allowed}, got {shown(value)} ({why})")
     _record(inside, value)
     if not is_concrete(value):
         return
     floats = _floats(value)
     if not bool(np.all(inside(np, floats))):
         finite = bool(np.all(np.isfinite(floats))) or allowed.startswith("finite")
-        raise ValueError(f"{name} must be {'' if finite else 'finite, '}{allowed}, got {value!r}")
+        raise ValueError(
+            f"{name} must be {'' if finite else 'finite, '}{allowed}, got {shown(value)}"
+        )
 
 
 def _between(low: float, high: float) -> Callable[[Any, Any], Any]:
@@ -163,7 +166,7 @@ def check_non_negative(owner: object, field: str, value: Any) -> None:
 def check_pair(owner: object, field: str, value: Any) -> None:
     """``value`` must be a pair of finite numbers."""
     if not isinstance(value, tuple) or len(value) != 2:
-        raise ValueError(f"{_name(owner, field)} must be a pair (x, y), got {value!r}")
+        raise ValueError(f"{_name(owner, field)} must be a pair (x, y), got {shown(value)}")
     for v in value:
         check_finite(owner, field, v)
 
@@ -174,12 +177,18 @@ def check_ellipticity(owner: object, field: str, value: Any) -> None:
     check_pair(owner, field, value)
     e1, e2 = value
     e_max = ELLIPTICITY_MAX
-    _record(lambda xp, a, b: a * a + b * b <= e_max * e_max, e1, e2)
-    if is_concrete(e1) and is_concrete(e2) and not math.hypot(float(e1), float(e2)) <= e_max:
+
+    def inside(xp: Any, a: Any, b: Any) -> Any:
+        return a * a + b * b <= e_max * e_max
+
+    _record(inside, e1, e2)
+    # the same test for a concrete value as for a collected one, so that a vector a likelihood
+    # finds in range (joint.py) also builds
+    if is_concrete(e1) and is_concrete(e2) and not inside(np, float(e1), float(e2)):
         q_min = (1.0 - e_max) / (1.0 + e_max)
         raise ValueError(
             f"{_name(owner, field)} must satisfy e1^2 + e2^2 < 1, precisely |e| <= 1 - 1e-6 "
-            f"(axis ratio q >= {q_min:.1g}), got {value!r}"
+            f"(axis ratio q >= {q_min:.1g}), got {shown(value)}"
         )
 
 
@@ -230,7 +239,7 @@ def check_count(owner: object, field: str, value: Any, low: int, high: int) -> N
     """A static integer (a number of terms, an order) must be an int in ``[low, high]``."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(
-            f"{_name(owner, field)} must be an int >= {low} and <= {high}, got {value!r}"
+            f"{_name(owner, field)} must be an int >= {low} and <= {high}, got {shown(value)}"
         )
 
 
@@ -244,7 +253,7 @@ def real_array(owner: object, field: str, value: tuple) -> np.ndarray:
             for i, item in enumerate(v):
                 walk(item, f"{where}[{i}]")
         elif (why := _not_real(v)) is not None:
-            raise TypeError(f"{where} must be a real number, got {v!r} ({why})")
+            raise TypeError(f"{where} must be a real number, got {shown(v)} ({why})")
         elif isinstance(v, int) and abs(v) > 2**1000:  # numpy would raise OverflowError
             raise ValueError(f"{where} must be finite, got an int beyond every float")
 

@@ -12,6 +12,7 @@ from twinlens.fields import static_field
 from twinlens.kernels import multipole
 from twinlens.kernels.multipole import ELLIPTICAL_ORDERS, is_near_round
 from twinlens.kernels.registry import KernelCall
+from twinlens.messages import shown
 from twinlens.profiles.base import MassProfile
 from twinlens.profiles.checks import check_axis_ratio, check_finite, check_pair, check_positive
 
@@ -24,9 +25,9 @@ MAX_ORDER = 100
 def _check_order(owner: object, m: Any, allowed: tuple[int, ...] | None) -> None:
     name = type(owner).__name__
     if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= MAX_ORDER:
-        raise ValueError(f"{name}.m must be an integer >= 1 and <= {MAX_ORDER}, got {m!r}")
+        raise ValueError(f"{name}.m must be an integer >= 1 and <= {MAX_ORDER}, got {shown(m)}")
     if allowed is not None and m not in allowed:
-        raise ValueError(f"{name}.m must be one of {allowed}, got {m!r}")
+        raise ValueError(f"{name}.m must be one of {allowed}, got {shown(m)}")
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from twinlens.kernels import power_law
 from twinlens.kernels.power_law import TRACED_Q_MIN
 from twinlens.kernels.registry import KernelCall
+from twinlens.messages import shown
 from twinlens.profiles.base import MassProfile, all_concrete
 from twinlens.profiles.checks import check_ellipticity, check_pair, check_positive, check_range
 
@@ -72,7 +73,7 @@ class PowerLaw(MassProfile):
                 raise ValueError(
                     f"PowerLaw.ell_comps must satisfy e1^2 + e2^2 <= {e_max:.4f}^2 (axis ratio "
                     f"q >= {TRACED_Q_MIN}, where a traced ellipticity's series holds 1e-12), "
-                    f"got {self.ell_comps!r} (q = {q:.3g})"
+                    f"got {shown(self.ell_comps)} (q = {q:.3g})"
                 )
             return
         check_range(self, "ell_comps", e1 * e1 + e2 * e2, high=e_max * e_max)

@@ -24,6 +24,7 @@ import numpy as np
 from twinlens.backend import resolve_backend
 from twinlens.batch.likelihood import ImagingLikelihood
 from twinlens.fields import key_digest, result_digest, value_digest
+from twinlens.messages import shown
 from twinlens.model.model import Model
 
 __all__ = [
@@ -337,7 +338,7 @@ class SearchResult:
         """Central credible intervals holding ``level`` of the posterior: ``(lower, upper)``,
         each ``(d,)`` (``level=0.68`` gives the 16th and 84th percentiles)."""
         if not (isinstance(level, (int, float)) and 0.0 < level < 1.0):
-            raise ValueError(f"level must be in (0, 1), got {level!r}")
+            raise ValueError(f"level must be in (0, 1), got {shown(level)}")
         tail = 50.0 * (1.0 - level)
         lower, upper = np.percentile(self.samples, [tail, 100.0 - tail], axis=0)
         return lower, upper
@@ -359,6 +360,11 @@ class Search:
     checkpoints: ClassVar[bool] = False
     #: the backends the search runs on
     backends: ClassVar[tuple[str, ...]] = ("numba", "jax", "numpy")
+    #: settings that schedule the run without changing its results (left out of a finished
+    #: result's fingerprint, so changing them never makes a result stale)
+    schedule_settings: ClassVar[tuple[str, ...]] = ()
+    #: whether the results depend on the objective's starting vector (an MCMC ball about it)
+    uses_start: ClassVar[bool] = False
 
     def run(
         self,
@@ -377,10 +383,16 @@ class Search:
         """The search's settings, as given to its constructor (for configs and records)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
 
+    def result_settings(self) -> dict[str, Any]:
+        """The settings that shape the results (every setting but the scheduling ones), with
+        the search's name: a finished result's record of how it was searched."""
+        kept = {k: v for k, v in self.settings().items() if k not in self.schedule_settings}
+        return {"search": self.name, **kept}
+
 
 def check_int(owner: str, name: str, value: Any, minimum: int) -> None:
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{owner}.{name} must be an integer >= {minimum}, got {value!r}")
+        raise ValueError(f"{owner}.{name} must be an integer >= {minimum}, got {shown(value)}")
 
 
 def check_float(
@@ -396,7 +408,9 @@ def check_float(
     if not ok:
         left = "[" if closed in ("lower", "both") else "("
         right = "]" if closed in ("upper", "both") else ")"
-        raise ValueError(f"{owner}.{name} must be in {left}{lower}, {upper}{right}, got {value!r}")
+        raise ValueError(
+            f"{owner}.{name} must be in {left}{lower}, {upper}{right}, got {shown(value)}"
+        )
 
 
 def check_seed(owner: str, value: Any) -> None:
@@ -405,7 +419,7 @@ def check_seed(owner: str, value: Any) -> None:
 
 def check_bool(owner: str, name: str, value: Any) -> None:
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{owner}.{name} must be True or False, got {value!r}")
+        raise ValueError(f"{owner}.{name} must be True or False, got {shown(value)}")
 
 
 # filled by ``@register`` as the package imports each search module (twinlens.search's

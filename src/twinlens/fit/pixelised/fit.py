@@ -51,6 +51,7 @@ from twinlens.fit.pixelised.mapping import (
 from twinlens.fit.pixelised.meshes import Delaunay, MeshMapping, Rectangular
 from twinlens.fit.pixelised.regularization import EPSILON, Curvature, Regularization
 from twinlens.fit.tracer import Tracer
+from twinlens.messages import shown
 from twinlens.profiles.base import _numbers
 from twinlens.profiles.checks import POSITIVE_RANGE
 
@@ -84,7 +85,9 @@ class Pixelization(ValueIdentity):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.positive, bool):
-            raise ValueError(f"Pixelization.positive must be True or False, got {self.positive!r}")
+            raise ValueError(
+                f"Pixelization.positive must be True or False, got {shown(self.positive)}"
+            )
         if not isinstance(self.mesh, (Rectangular, Delaunay)):
             raise TypeError(
                 f"Pixelization.mesh must be a Rectangular or Delaunay mesh, got "

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.grids import Grid2D
+from twinlens.messages import shown
 
 __all__ = ["brightness_weights", "kmeans_vertices"]
 
@@ -57,13 +58,13 @@ def brightness_weights(
         and not isinstance(weight_floor, bool)
         and 0.0 <= weight_floor <= 1.0
     ):
-        raise ValueError(f"weight_floor must be a number in [0, 1], got {weight_floor!r}")
+        raise ValueError(f"weight_floor must be a number in [0, 1], got {shown(weight_floor)}")
     if not (
         isinstance(weight_power, (int, float))
         and not isinstance(weight_power, bool)
         and 0.0 <= weight_power <= 100.0
     ):
-        raise ValueError(f"weight_power must be a number in [0, 100], got {weight_power!r}")
+        raise ValueError(f"weight_power must be a number in [0, 100], got {shown(weight_power)}")
     peak = b.max() if b.size else 0.0
     if not peak > 0.0:
         return np.ones_like(b)
@@ -126,16 +127,16 @@ def kmeans_vertices(
     ):
         raise ValueError(
             f"n_vertices must be an integer from 3 to {positive} (the masked-in pixels with a "
-            f"positive weight; raise weight_floor to count more), got {n_vertices!r}"
+            f"positive weight; raise weight_floor to count more), got {shown(n_vertices)}"
         )
     if not (
         isinstance(iterations, (int, np.integer))
         and not isinstance(iterations, bool)
         and 1 <= iterations <= 10_000
     ):
-        raise ValueError(f"iterations must be an integer from 1 to 10000, got {iterations!r}")
+        raise ValueError(f"iterations must be an integer from 1 to 10000, got {shown(iterations)}")
     if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+        raise ValueError(f"seed must be an integer >= 0, got {shown(seed)}")
     k = int(n_vertices)
     centres = _kmeans_plus_plus(points, weights, k, np.random.default_rng(seed))
     labels = np.full(len(points), -1)

@@ -29,6 +29,7 @@ from twinlens.fields import ValueIdentity, static_field
 from twinlens.fit.pixelised import triangulation
 from twinlens.fit.pixelised.interpolation import delaunay_weights, lattice_weights
 from twinlens.grids import Grid2D
+from twinlens.messages import shown
 
 __all__ = [
     "Delaunay",
@@ -257,7 +258,8 @@ class RectangularAdaptDensity(Rectangular):
             or not 0.0 <= float(u) <= 1.0
         ):
             raise ValueError(
-                f"RectangularAdaptDensity.uniform_fraction must be a number in [0, 1], got {u!r}"
+                "RectangularAdaptDensity.uniform_fraction must be a number in [0, 1], "
+                f"got {shown(u)}"
             )
         object.__setattr__(self, "uniform_fraction", float(u))
         super().__post_init__()
@@ -340,7 +342,7 @@ class Delaunay(ValueIdentity):
             or not all(isinstance(n, int) and 2 <= n <= 1000 for n in self.shape)
         ):
             raise ValueError(
-                f"Delaunay.shape must be (ny, nx), integers from 2 to 1000, got {self.shape!r}"
+                f"Delaunay.shape must be (ny, nx), integers from 2 to 1000, got {shown(self.shape)}"
             )
 
     def image_plane_vertices(self, grid: Grid2D) -> np.ndarray:

@@ -35,6 +35,7 @@ from twinlens.fit.imaging import Imaging
 from twinlens.fit.pixelised.fit import FitPixelised, Pixelization
 from twinlens.fit.pixelised.meshes import Delaunay, Rectangular
 from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.messages import shown
 from twinlens.profiles.base import _numbers
 
 __all__ = [
@@ -308,7 +309,7 @@ def source_on_grid(
         The grid's centre ``(x, y)``, arcsec.
     """
     if not (isinstance(n, int) and n >= 2):
-        raise ValueError(f"source_on_grid: n must be an integer >= 2, got {n!r}")
+        raise ValueError(f"source_on_grid: n must be an integer >= 2, got {shown(n)}")
     vertices = np.asarray(fit.source_vertices, dtype=float)
     s = np.asarray(fit.reconstruction if values is None else values, dtype=float)
     lo, hi = vertices.min(axis=0), vertices.max(axis=0)
