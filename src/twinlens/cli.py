@@ -58,6 +58,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_fit(args: argparse.Namespace) -> int:
     from twinlens.job import run_fit
     from twinlens.job.config import ConfigError, load_config
+    from twinlens.job.results import ExportFailed
     from twinlens.search.checkpoint import CheckpointMismatch
     from twinlens.search.stopping import EXIT_STOPPED, SearchStopped
 
@@ -68,63 +69,38 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             "--quick applies to --example only; set the search's settings in the file's "
             "[search] table (see docs/searches.rst)"
         )
-    truths = None
+    output = Path(args.output) if args.output and args.example is None else None
     if args.example is not None:
-        from twinlens.job import example, timedelay
+        from twinlens.job.example_folder import ExampleFolderError
+        from twinlens.job.example_table import EXAMPLES, prepare_example
 
-        pixelised = args.example == "pixelised"
+        spec = EXAMPLES[args.example]
         # in the home folder, not the working directory (a clone would gain an untracked one)
-        default = {
-            "pixelised": "twinlens_example_pixelised",
-            "timedelay": "twinlens_example_timedelay",
-            "quasar": "twinlens_example_quasar",
-        }.get(args.example, "twinlens_example")
-        folder = Path(args.output) if args.output else Path.home() / default
-        if pixelised:
-            settings = example.PIXELISED_QUICK_SEARCH if args.quick else example.PIXELISED_SEARCH
-        elif args.example == "timedelay":
-            settings = (
-                timedelay.TIMEDELAY_QUICK_SEARCH if args.quick else timedelay.TIMEDELAY_SEARCH
+        folder = Path(args.output) if args.output else Path.home() / spec.folder
+        try:
+            config_path, notes = prepare_example(
+                args.example,
+                folder,
+                seed=args.seed,
+                quick=args.quick,
+                backend=args.backend or "numba",
             )
-        elif args.example == "quasar":
-            settings = timedelay.QUASAR_QUICK_SEARCH if args.quick else timedelay.QUASAR_SEARCH
-        else:
-            settings = example.QUICK_SEARCH if args.quick else example.EXAMPLE_SEARCH
-        search = {"name": "nautilus", **settings, "seed": args.seed}
-        write = {
-            "pixelised": example.write_pixelised_example,
-            "timedelay": timedelay.write_timedelay_example,
-            "quasar": timedelay.write_quasar_example,
-        }.get(args.example, example.write_example)
-        config_path = write(
-            folder,
-            seed=args.seed,
-            search=search,
-            backend=args.backend or "numba",
-            overwrite=True,
-        )
-        print(f"simulated the example lens into {folder}; fitting it with {config_path}")
+        except ExampleFolderError as err:
+            return _usage_error(str(err))
+        for note in notes:
+            print(note)
+        print(f"the example lens is in {folder}; fitting it with {config_path}")
+        output = folder / "fit_output"
     else:
         config_path = Path(args.config)
     try:  # the search is checked against the backend that will run it
         config = load_config(config_path, backend=args.backend)
     except ConfigError as err:
         return _usage_error(str(err))
-    output: Path | None
+    truths = None
     if args.example is not None:
-        point_truth = {
-            **timedelay.TIMEDELAY_TRUTH,
-            "point_source.time_delay_distance": timedelay.true_time_delay_distance(),
-        }
-        known = {
-            "pixelised": example.PIXELISED_TRUTH,
-            "timedelay": point_truth,
-            "quasar": point_truth,
-        }.get(args.example, example.TRUTH)
+        known = EXAMPLES[args.example].truth()
         truths = [known.get(p, float("nan")) for p in config.model.paths]
-        output = folder / "fit_output"
-    else:
-        output = Path(args.output) if args.output else None
     try:
         run_fit(
             config,
@@ -134,7 +110,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             restart=args.restart,
             hard_exit=True,
         )
-    except CheckpointMismatch as err:
+    except (CheckpointMismatch, ExportFailed) as err:
         return _usage_error(str(err))
     except SearchStopped as stop:
         print(f"twinlens: {stop}", file=sys.stderr)
@@ -173,10 +149,20 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         if args.catalogue is not None:
             return _usage_error("give a catalogue file, or --example [N] (not both)")
         from twinlens.catalogue import example
+        from twinlens.job.example_folder import ExampleFolderError, place_example
 
         folder = Path(args.output) if args.output else Path.home() / "twinlens_batch_example"
-        path = example.write_example(folder, n_lenses=args.example, seed=args.seed)
-        print(f"simulated {args.example} lenses into {folder}; fitting them with {path}")
+        try:
+            path, notes = place_example(
+                lambda staging: example.write_example(staging, args.example, args.seed),
+                folder,
+                args.seed,
+            )
+        except (ExampleFolderError, ValueError) as err:
+            return _usage_error(str(err))
+        for note in notes:
+            print(note)
+        print(f"the example's {args.example} lenses are in {folder}; fitting them with {path}")
     else:
         path = Path(args.catalogue)
     try:
@@ -190,6 +176,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             threads_per_worker=args.threads_per_worker,
             retries=args.retries,
             progress=not args.quiet,
+            keep_stale=args.keep_stale,
         )
     except (CatalogueError, ClusterError) as err:
         return _usage_error(str(err))
@@ -204,7 +191,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         from twinlens.catalogue import example
 
         example.report(catalogue, table)
-    failed = [r["id"] for r in table if r["status"] != "done"]
+    failed = [r["id"] for r in table if r["status"] not in ("done", "stale")]
     if failed:
         print(
             f"twinlens: {len(failed)} of {len(table)} lenses did not finish: "
@@ -326,6 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--retries", type=int, default=2, help="tries again of a lens whose worker died (2)"
     )
+    b.add_argument(
+        "--keep-stale",
+        action="store_true",
+        help="keep finished lenses whose template, row or data changed since their fit "
+        "(marked stale in the table) instead of refitting them",
+    )
     b.add_argument("--backend", choices=("numba", "jax"), help="override the template's")
     b.add_argument("--seed", type=int, default=1, help="with --example: the simulation seed")
     b.add_argument("--quiet", action="store_true", help="no progress output")
@@ -341,5 +334,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``twinlens`` command on ``argv`` (default: ``sys.argv[1:]``); the exit status."""
+    from twinlens.environment import EnvironmentVariableError
+
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except EnvironmentVariableError as err:  # a bad setting, not a bug: one line, no traceback
+        return _usage_error(str(err))

@@ -106,7 +106,9 @@ def _place_data(
     for name in todo:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging / name, folder / name)
-    return [f"using the data already in {folder} (never simulated over)"] if kept else []
+    if kept and stored is None:  # data of unknown origin: say whose are fitted
+        return [f"using the data already in {folder} (never simulated over)"]
+    return []
 
 
 def _place_text(staging: Path, folder: Path, name: Path, marker: dict) -> tuple[str, str]:
