@@ -168,3 +168,55 @@ def test_every_variable_names_itself_its_value_and_what_is_allowed(
     message = str(info.value)
     assert name in message and repr(bad) in message and allowed in message
     assert "\n" not in message
+
+
+# -- a failed export fails the fit, after everything else is written --------------------------
+
+
+def _small_fit(tmp_path):
+    from test_job import SMALL, _small_dataset
+
+    _small_dataset(tmp_path)
+    quick = SMALL.replace("n_live = 60\nn_eff = 400", "n_live = 40\nn_eff = 100\nn_networks = 1")
+    (tmp_path / "fit.toml").write_text(quick.format(backend="numba"))
+    return tmp_path / "fit.toml"
+
+
+def test_a_failed_coolest_export_fails_the_fit_after_every_other_file(tmp_path, capsys):
+    import json
+
+    from twinlens import cli, export
+
+    config = _small_fit(tmp_path)
+
+    def broken(*args, **kwargs):
+        raise TypeError("a bug in the export")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(export, "to_coolest", broken)
+        code = cli.main(["fit", str(config), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "COOLEST export failed" in err and "TypeError: a bug in the export" in err
+    out = tmp_path / "out_numba"
+    record = json.loads((out / "result.json").read_text())
+    assert record["coolest"] == "TypeError: a bug in the export"
+    assert {"samples.csv", "summary.txt", "model.fits", "fit.png"} <= set(record["files"])
+    assert not (out / "coolest.json").exists()
+
+
+def test_a_model_coolest_cannot_describe_is_noted_not_failed(tmp_path, capsys):
+    import json
+
+    from twinlens import cli, export
+
+    config = _small_fit(tmp_path)
+
+    def undescribable(*args, **kwargs):
+        raise export.NotDescribable("lenses[0].mass[0] is a GNFW")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(export, "to_coolest", undescribable)
+        assert cli.main(["fit", str(config), "--quiet"]) == 0
+    record = json.loads((tmp_path / "out_numba" / "result.json").read_text())
+    assert record["coolest"] == "not written: lenses[0].mass[0] is a GNFW"

@@ -328,8 +328,9 @@ def test_magnification_limit_reaches_the_likelihood_and_is_checked(tmp_path):
     assert parse_config(tomllib.loads(text), tmp_path).point_source.likelihood == (
         dataclasses.replace(config.point_source.likelihood, magnification_limit=0.0)
     )
+    negative = limited.replace("magnification_limit = 0.05", "magnification_limit = -1.0")
     with pytest.raises(ConfigError, match=r"magnification_limit = -1\.0: expected a number >= 0"):
-        parse_config(tomllib.loads(limited.replace("0.05", "-1.0")), tmp_path)
+        parse_config(tomllib.loads(negative), tmp_path)
     source = limited.replace('position_likelihood = "image"', 'position_likelihood = "source"')
     with pytest.raises(
         ConfigError, match=r'magnification_limit: counts model images, for .*"image"'

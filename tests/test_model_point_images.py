@@ -250,8 +250,8 @@ def test_the_fit_file_places_the_images_at_the_model_positions(tmp_path):
     with pytest.warns(RuntimeWarning, match="undersampled"):  # the example's 1.5-pixel FWHM
         objective = Objective.build(config.model, config.dataset, "numpy", likelihood)
     assert objective.likelihood.point_source_likelihood.images_move
-    # at the truth (the start is a round lens and an on-axis source: a ring, where the images
-    # are not points)
+    # at the truth (the example's start, but for D_dt; a round lens with an on-axis source
+    # makes a ring, where the images are not points)
     truth = dict(timedelay.TIMEDELAY_TRUTH)
     truth["point_source.time_delay_distance"] = timedelay.true_time_delay_distance()
     truth = np.array([truth[p] for p in config.model.paths])

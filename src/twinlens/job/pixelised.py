@@ -59,8 +59,10 @@ def draw_on_mesh(ax: Any, inversion: Any, values: Any, cmap: str = "magma") -> A
     return shown
 
 
-def plot_pixelised_fit(fit: FitImaging, path: str | Path) -> Path:
-    """The figure of a fit with a pixelised source (see the module); one PNG at ``path``."""
+def plot_pixelised_fit(fit: FitImaging, path: str | Path, title: str | None = None) -> Path:
+    """The figure of a fit with a pixelised source (see the module); one PNG at ``path``,
+    titled ``title`` (the job passes the numbers summary.txt prints) or, by default, ``fit``'s
+    own log-likelihood (the inversion's evidence), chi^2 and regularisation coefficient."""
     from twinlens.job.plots import _extent, _pyplot, critical_curves_and_caustics
 
     p = _pixelised(fit)
@@ -84,14 +86,14 @@ def plot_pixelised_fit(fit: FitImaging, path: str | Path) -> Path:
         ),
     )
     flat = [axes[0, 0], axes[0, 1], axes[0, 2], axes[1, 0]]
-    for ax, (title, image, cmap, (vmin, vmax)) in zip(flat, panels, strict=True):
+    for ax, (label, image, cmap, (vmin, vmax)) in zip(flat, panels, strict=True):
         shown = ax.imshow(image, origin="lower", extent=extent, cmap=cmap, vmin=vmin, vmax=vmax)
-        ax.set_title(title)
+        ax.set_title(label)
         fig.colorbar(shown, ax=ax, shrink=0.85)
     inversion = p.inversion
     mesh_name = type(inversion.pixelization.mesh).__name__
     n_source = np.asarray(inversion.reconstruction).size
-    for ax, title, values in (
+    for ax, label, values in (
         (axes[1, 1], f"source ({mesh_name}, {n_source} pixels)", inversion.reconstruction),
         (axes[1, 2], "source error sqrt(diag((F+R')^-1)_ss)", reconstruction_errors(inversion)),
     ):
@@ -101,16 +103,19 @@ def plot_pixelised_fit(fit: FitImaging, path: str | Path) -> Path:
             ax.plot(c[:, 0], c[:, 1], color="cyan", lw=0.8)
         ax.set_xlim(xlim)
         ax.set_ylim(ylim)
-        ax.set_title(title)
+        ax.set_title(label)
         fig.colorbar(shown, ax=ax, shrink=0.85)
     for ax in axes.ravel():
         ax.set_xlabel("x [arcsec]")
         ax.set_ylabel("y [arcsec]")
-    coefficient = float(inversion.pixelization.regularization.coefficient)
-    fig.suptitle(
-        f"log evidence = {float(fit.log_likelihood):.2f}    chi^2 = {float(fit.chi_squared):.1f} "
-        f"over {fit.dataset.mask_index.size} pixels    lambda = {coefficient:.4g}"
-    )
+    if title is None:
+        coefficient = float(inversion.pixelization.regularization.coefficient)
+        title = (
+            f"log-likelihood (the source inversion's log evidence) = "
+            f"{float(fit.log_likelihood):.3f}    chi^2 = {float(fit.chi_squared):.1f} over "
+            f"{fit.dataset.mask_index.size} pixels\nregularization coefficient = {coefficient:.4g}"
+        )
+    fig.suptitle(title)
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return Path(path)

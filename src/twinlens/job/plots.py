@@ -80,8 +80,10 @@ def critical_curves_and_caustics(
     return curves, caustics
 
 
-def plot_fit(fit: FitImaging, path: str | Path) -> Path:
-    """Data, model, normalised residuals and the solved source, side by side."""
+def plot_fit(fit: FitImaging, path: str | Path, title: str | None = None) -> Path:
+    """Data, model, normalised residuals and the solved source, side by side; titled
+    ``title`` (the job passes the numbers summary.txt prints) or, by default, ``fit``'s own
+    log-likelihood and chi^2."""
     plt = _pyplot()
     extent = _extent(fit)
     grid = fit.dataset.grid
@@ -98,9 +100,9 @@ def plot_fit(fit: FitImaging, path: str | Path) -> Path:
         ("normalised residuals", fit.normalized_residual_map, "RdBu_r", (-4, 4), extent),
         ("source (solved)", source, "magma", (None, None), source_extent),
     )
-    for ax, (title, image, cmap, (vmin, vmax), ext) in zip(axes, panels, strict=True):
+    for ax, (label, image, cmap, (vmin, vmax), ext) in zip(axes, panels, strict=True):
         shown = ax.imshow(image, origin="lower", extent=ext, cmap=cmap, vmin=vmin, vmax=vmax)
-        ax.set_title(title)
+        ax.set_title(label)
         ax.set_xlabel("x [arcsec]")
         fig.colorbar(shown, ax=ax, shrink=0.85)
     for c in caustics:
@@ -109,8 +111,10 @@ def plot_fit(fit: FitImaging, path: str | Path) -> Path:
     axes[3].set_ylim(source_extent[2:])
     axes[0].set_ylabel("y [arcsec]")
     fig.suptitle(
-        f"log L = {float(fit.log_likelihood):.2f}    chi^2 = {float(fit.chi_squared):.1f} over "
-        f"{fit.dataset.mask_index.size} pixels"
+        title
+        if title is not None
+        else f"log-likelihood = {float(fit.log_likelihood):.3f}    chi^2 = "
+        f"{float(fit.chi_squared):.1f} over {fit.dataset.mask_index.size} pixels"
     )
     fig.savefig(path, dpi=90)
     plt.close(fig)

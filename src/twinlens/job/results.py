@@ -10,12 +10,16 @@ The folder holds, for people:
 
 For machines:
 
-- ``result.json``: the same numbers, the warnings, the search's settings and diagnostics;
+- ``result.json``: the same numbers, the warnings, the search's settings and diagnostics,
+  the fingerprint of what defined the run (:mod:`twinlens.job.freshness`) and the files
+  written; it is written last, so its presence marks a finished fit;
 - ``samples.csv``: the equal-weight posterior samples with their log-likelihoods;
 - ``model.fits``, ``residuals.fits``, ``normalized_residuals.fits``, ``source.fits``: the
   maximum-likelihood model's images (NaN outside the mask);
 - ``coolest.json``: the maximum-likelihood model with posterior statistics in COOLEST, the
-  lensing community's standard format, when every profile has a COOLEST equivalent.
+  lensing community's standard format, when every profile has a COOLEST equivalent (else
+  ``result.json``'s ``coolest`` says why there is none). A failed export raises
+  :class:`ExportFailed` once every other file is written.
 
 With a pixelised source the likelihood is the log-evidence of the source inversion,
 ``fit.png`` shows the source on its mesh and its error map (:mod:`twinlens.job.pixelised`),
@@ -38,17 +42,27 @@ from twinlens.fit import fits_io
 from twinlens.fit.likelihood import FitImaging
 from twinlens.job import plots
 from twinlens.model import Model, get_path, parameter_paths
+from twinlens.search.checkpoint import atomic_write_text
 from twinlens.user_warnings import warn_user
 
 __all__ = [
+    "ExportFailed",
     "best_fit_point_images",
     "einstein_radii",
+    "fit_figure_title",
+    "interval_text",
     "is_point_estimate",
+    "likelihood_name",
     "summary_table",
     "summary_text",
     "summary_warnings",
     "write_results",
 ]
+
+
+class ExportFailed(RuntimeError):
+    """An export (COOLEST) failed after every other result file was written."""
+
 
 #: Posterior samples whose effective Einstein radius is computed: the 16th and 84th
 #: percentiles of 200 draws sit within about 0.1 sigma of the posterior's.
@@ -182,11 +196,14 @@ def summary_text(
     n_pixels: int | None = None,
     einstein_radius: dict | None = None,
     flags: list[str] | None = None,
+    pixelised: bool = False,
 ) -> str:
     """The text of ``summary.txt``: warnings (:func:`summary_warnings`, unless given), what
     ran, the evidence, the best fit, the parameter table and the derived Einstein radius
     (``einstein_radius``: a dict with ``median``, ``lower_68``, ``upper_68``,
-    ``n_samples``, as in ``result.json``)."""
+    ``n_samples``, as in ``result.json``). The best fit's ``log L`` is named by
+    :func:`likelihood_name` (``pixelised``: it is the source inversion's evidence), as the
+    figures name it."""
     if flags is None:
         flags = summary_warnings(result, chi_squared, n_pixels)
     point = is_point_estimate(result)
@@ -211,12 +228,13 @@ def summary_text(
         if chi_squared is not None and n_pixels
         else ""
     )
+    lines.append(
+        f"{likelihood_name(result, pixelised)}: {float(result.max_log_likelihood):.3f}{fit}"
+    )
     if point:
-        lines.append(f"log-likelihood at the estimate: {float(result.max_log_likelihood):.3f}{fit}")
         kind = "a maximum-posterior point estimate" if result.name == "map" else "one point"
         lines += ["", f"{kind}: no uncertainties (run nautilus, emcee or nuts for a posterior)"]
     else:
-        lines.append(f"maximum log-likelihood: {float(result.max_log_likelihood):.3f}{fit}")
         lines += [
             "",
             "posterior median and 68% interval (16th to 84th percentile); max like: the "
@@ -234,6 +252,43 @@ def summary_text(
             )
         lines += ["", f"derived: effective Einstein radius (mean convergence 1 within it) {value}"]
     return "\n".join(lines) + "\n"
+
+
+def likelihood_name(result: Any, pixelised: bool = False) -> str:
+    """The one name of ``result.max_log_likelihood`` in summary.txt and the figures' titles:
+    the figures are drawn at ``result.max_likelihood``, the best sample (or the estimate).
+    With a pixelised source that likelihood is the source inversion's Bayesian evidence,
+    said so, for "log evidence" alone is the search's evidence over the free parameters."""
+    name = (
+        "log-likelihood at the estimate" if is_point_estimate(result) else "maximum log-likelihood"
+    )
+    return f"{name} (the source inversion's log evidence)" if pixelised else name
+
+
+def fit_figure_title(
+    result: Any, model: Model, chi_squared: float, n_pixels: int, pixelised: bool = False
+) -> str:
+    """``fit.png``'s title: the best fit's ``log L``, chi^2 and (pixelised) a free
+    regularisation coefficient, each named and rounded as summary.txt prints it."""
+    title = (
+        f"{likelihood_name(result, pixelised)} = {float(result.max_log_likelihood):.3f}    "
+        f"chi^2 = {float(chi_squared):.1f} over {n_pixels} pixels"
+    )
+    for i, path in enumerate(model.paths):
+        if path.endswith(".regularization.coefficient"):  # as in summary_table's max like
+            title += f"\n{path} = {result.max_likelihood[i]:.5f}"  # a second line: the width
+    return title
+
+
+def interval_text(name: str, stats: dict, unit: str) -> str:
+    """A derived quantity's median and 68% interval (``stats`` as :func:`_stats` makes it),
+    as summary.txt and the figures print it."""
+    if stats["lower_68"] is None:
+        return f"{name} = {stats['median']:.5g} {unit}"
+    return (
+        f"{name} = {stats['median']:.5g} +{stats['upper_68'] - stats['median']:.3g} "
+        f"-{stats['median'] - stats['lower_68']:.3g} {unit} (68%)"
+    )
 
 
 def einstein_radii(
@@ -269,13 +324,23 @@ def write_results(
     truths: Any = None,
     plot: bool = True,
     progress: bool = False,
+    fingerprint: dict | None = None,
 ) -> dict[str, Path]:
     """Write every result file of a finished search (see the module) and return their paths.
 
     ``config`` is a :class:`twinlens.job.config.FitConfig`; ``result`` a
     :class:`twinlens.search.SearchResult`; ``truths`` (optional) the true parameter vector of
     a simulated dataset, drawn on the corner plot; ``progress`` prints a line before each
-    slow step.
+    slow step; ``fingerprint`` what defined the run
+    (:func:`~twinlens.search.checkpoint.run_record`), stored in ``result.json``.
+
+    ``result.json`` is written last: its presence marks a finished fit.
+
+    Raises
+    ------
+    ExportFailed
+        When the COOLEST export failed, after every other file is written (a model that
+        COOLEST cannot describe is not a failure: ``result.json`` says why no file was written).
     """
 
     def say(text: str) -> None:
@@ -363,22 +428,15 @@ def write_results(
             if derived["einstein_radius"]["median"] is not None
             else None,
             flags=flags,
+            pixelised=fit is not None and fit.pixelised is not None,
         )
     )
 
     for key, unit in (("time_delay_distance", "Mpc"), ("h0", "km/s/Mpc")):
         if key in derived:
-            stats: dict[str, Any] = derived[key]
             name = "D_dt" if key == "time_delay_distance" else "H0"
-            if stats["lower_68"] is None:
-                line = f"{name} = {stats['median']:.5g} {unit}\n"
-            else:
-                line = (
-                    f"{name} = {stats['median']:.5g} +{stats['upper_68'] - stats['median']:.3g} "
-                    f"-{stats['median'] - stats['lower_68']:.3g} {unit} (68%)\n"
-                )
             with files["summary"].open("a") as f:
-                f.write(line)
+                f.write(interval_text(name, derived[key], unit) + "\n")
 
     if "point_image_fluxes" in derived:
         fluxes = ", ".join(f"{f:.5g}" for f in derived["point_image_fluxes"])
@@ -389,6 +447,16 @@ def write_results(
                     f"({x:.5f}, {y:.5f})" for x, y in derived["point_image_positions"]
                 )
                 f.write(f"point image positions, the model's (best fit), arcsec: {placed}\n")
+
+    if fit is not None:
+        extent_half = _write_images(fit, solved, output, files)
+    else:  # no imaging: a configuration then has a point source
+        extent_half = point_source_half_width(config.point_source.likelihood.data.positions)
+    if plot:
+        say("plots of the fit and the lens")
+        _write_plots(config, result, fit, solved, extent_half, h0_samples, truths, output, files)
+    say("COOLEST export")
+    note, failure = _export_coolest(config, result, fit, solved, output, files)
 
     med = result.medians()
     lo, hi = result.intervals(0.68)
@@ -431,67 +499,103 @@ def write_results(
             path: float(get_path(solved, path)) for path in parameter_paths(solved)
         },
         "info": _diagnostics(result.info),
+        # coolest.json, or why it is missing
+        "coolest": files["coolest"].name if "coolest" in files else note,
+        "fingerprint": fingerprint,
+        "files": sorted(p.name for p in files.values()),
     }
-    files["json"].write_text(json.dumps(record, indent=1) + "\n")
-
-    if fit is not None:
-        extent_half = _write_images(fit, solved, output, files)
-    else:  # no imaging: a configuration then has a point source
-        extent_half = point_source_half_width(config.point_source.likelihood.data.positions)
-
-    if plot:
-        say("plots of the fit and the lens")
-        if fit is not None and fit.pixelised is None:
-            files["fit_plot"] = plots.plot_fit(fit, output / "fit.png")
-        elif fit is not None:
-            from twinlens.job import pixelised
-
-            files["fit_plot"] = pixelised.plot_pixelised_fit(fit, output / "fit.png")
-        box = (-extent_half, extent_half, -extent_half, extent_half)
-        files["lens_plot"] = plots.plot_lens(solved, box, output / "lens.png")
-        if point_config is not None:
-            from twinlens.job.timedelay import plot_time_delay_fit
-
-            files["point_source_plot"] = plot_time_delay_fit(
-                fit,
-                solved,
-                model.point_source_instance(result.max_likelihood),
-                point_config.likelihood.data,
-                h0_samples,
-                output / "point_source.png",
-            )
-        if not point and len(result.samples) > model.n_params:  # a corner needs a cloud
-            say(f"corner plot of {len(result.samples)} samples")
-            files["corner_plot"] = plots.plot_corner(
-                result.samples, model.labels, output / "corner.png", truths, paths=model.paths
-            )
-
-    try:
-        from twinlens.export import to_coolest
-
-        say("COOLEST export")
-
-        def described(path: str) -> bool:
-            # COOLEST's profiles describe the lens and the sources' light, not a point source
-            # or a pixelised source's regularisation (result.json has both)
-            return not path.startswith("point_source.") and ".pixelization." not in path
-
-        posterior = {
-            path: result.samples[:, i] for i, path in enumerate(model.paths) if described(path)
-        }
-        files["coolest"] = Path(
-            to_coolest(
-                solved,
-                output / "coolest.json",
-                dataset=dataset,
-                posterior=posterior,
-                priors=tuple(p for p in model.priors if described(p[0])),
-                reconstruction=None if fit is None else fit.pixelised,
-            )
-        )
-    except (ImportError, ValueError, TypeError, NotImplementedError) as err:
-        warn_user(f"no COOLEST file written: {err}", RuntimeWarning)
+    atomic_write_text(json.dumps(record, indent=1) + "\n", files["json"])
+    if failure is not None:
+        raise ExportFailed(
+            f"the COOLEST export failed ({note}); every other result is written in {output}"
+        ) from failure
     return files
+
+
+def _write_plots(
+    config: Any,
+    result: Any,
+    fit: FitImaging | None,
+    solved: Any,
+    extent_half: float,
+    h0_samples: Any,
+    truths: Any,
+    output: Path,
+    files: dict[str, Path],
+) -> None:
+    """The fit's, the lens's, the point source's and the corner plots, into ``files``."""
+    model = config.model
+    point_config = getattr(config, "point_source", None)
+    if fit is not None:  # titled with summary.txt's names and numbers
+        pixelised = fit.pixelised is not None
+        n_pixels = int(fit.dataset.mask_index.size)
+        title = fit_figure_title(result, model, float(fit.chi_squared), n_pixels, pixelised)
+        if pixelised:
+            from twinlens.job.pixelised import plot_pixelised_fit
+
+            files["fit_plot"] = plot_pixelised_fit(fit, output / "fit.png", title)
+        else:
+            files["fit_plot"] = plots.plot_fit(fit, output / "fit.png", title)
+    box = (-extent_half, extent_half, -extent_half, extent_half)
+    files["lens_plot"] = plots.plot_lens(solved, box, output / "lens.png")
+    if point_config is not None:
+        from twinlens.job.timedelay import plot_time_delay_fit
+
+        # the statistics of derived["h0"], printed as the summary prints them
+        h0 = None if h0_samples is None else _stats(h0_samples, is_point_estimate(result), "")
+        files["point_source_plot"] = plot_time_delay_fit(
+            fit,
+            solved,
+            model.point_source_instance(result.max_likelihood),
+            point_config.likelihood.data,
+            h0_samples,
+            output / "point_source.png",
+            h0_title=None if h0 is None else interval_text("H0", h0, "km/s/Mpc"),
+        )
+    if not is_point_estimate(result) and len(result.samples) > model.n_params:
+        files["corner_plot"] = plots.plot_corner(
+            result.samples, model.labels, output / "corner.png", truths, paths=model.paths
+        )
+
+
+def _export_coolest(
+    config: Any,
+    result: Any,
+    fit: FitImaging | None,
+    solved: Any,
+    output: Path,
+    files: dict[str, Path],
+) -> tuple[str | None, Exception | None]:
+    """Write ``coolest.json`` into ``files``; returns ``(note, error)``: why no file was
+    written (None when it was), and the error when the export failed (None when COOLEST
+    merely cannot describe the model)."""
+    from twinlens.export import NotDescribable, to_coolest
+
+    model = config.model
+
+    def described(path: str) -> bool:
+        # COOLEST's profiles describe the lens and the sources' light, not a point source
+        # or a pixelised source's regularisation (result.json has both)
+        return not path.startswith("point_source.") and ".pixelization." not in path
+
+    posterior = {
+        path: result.samples[:, i] for i, path in enumerate(model.paths) if described(path)
+    }
+    try:
+        written = to_coolest(
+            solved,
+            output / "coolest.json",
+            dataset=config.dataset,
+            posterior=posterior,
+            priors=tuple(p for p in model.priors if described(p[0])),
+            reconstruction=None if fit is None else fit.pixelised,
+        )
+    except NotDescribable as err:  # the format's limit, not a failure: said in result.json
+        return f"not written: {err}", None
+    except Exception as err:  # raised by write_results once every other file is written
+        return f"{type(err).__name__}: {err}", err
+    files["coolest"] = Path(written)
+    return None, None
 
 
 def _write_images(fit: FitImaging, solved: Any, output: Path, files: dict[str, Path]) -> float:

@@ -151,8 +151,13 @@ def _toml(value: Any) -> str:
 
 
 def _free(path: str) -> dict:
+    """A free parameter's prior table, starting at the simulation's truth where it has one:
+    at the priors' medians the lens is round and unsheared with the source on its axis, which
+    makes a ring rather than the four observed images, so ``log L`` there is -inf. ``D_dt``, the
+    quantity measured, keeps its prior median."""
     kind, args = TD_PRIORS[path]
-    return {kind: args}
+    start = TIMEDELAY_TRUTH.get(path)
+    return {kind: args} if start is None else {kind: args, "start": start}
 
 
 def timedelay_config_text(
@@ -290,11 +295,13 @@ def plot_time_delay_fit(
     data: Any,
     h0_samples: np.ndarray | None,
     path: str | Path,
+    h0_title: str | None = None,
 ) -> Path:
     """Three panels: the data (the convergence, for a fit without imaging: ``fit`` None) with
     the observed and model images and the critical curves; the source plane with the caustics,
     the source and the ray-traced images; the H0 posterior (none when no redshifts were given:
-    ``h0_samples`` None)."""
+    ``h0_samples`` None), titled ``h0_title`` (the job passes summary.txt's H0 line) or the
+    samples' median and 68% interval."""
     from twinlens.fit.lens_equation import ImageSolver
     from twinlens.job.plots import _extent, _pyplot, critical_curves_and_caustics
     from twinlens.job.results import point_source_half_width
@@ -347,7 +354,8 @@ def plot_time_delay_fit(
         ax.axvline(med, color="k")
         ax.axvspan(lo, hi, color="k", alpha=0.1)
         ax.set_xlabel("H0 [km/s/Mpc]")
-        ax.set_title(f"H0 = {med:.1f} +{hi - med:.1f} -{med - lo:.1f} km/s/Mpc")
+        default = f"H0 = {med:.5g} +{hi - med:.3g} -{med - lo:.3g} km/s/Mpc (68%)"
+        ax.set_title(h0_title if h0_title is not None else default)
     else:
         ax.set_title("no redshifts given: no H0")
     ax.set_ylabel("posterior samples")
