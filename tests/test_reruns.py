@@ -55,12 +55,10 @@ def test_a_rerun_after_a_prior_change_sets_the_finished_fit_aside_and_refits(tmp
     assert (aside / "result.json").read_text() == first  # the old result, whole
     assert (aside / "samples.csv").is_file() and (aside / "nautilus.hdf5").is_file()
     now = json.loads((out / "result.json").read_text())
-    assert now["parameters"][EINSTEIN]["prior"] != json.loads(first)["parameters"][EINSTEIN][
-        "prior"
-    ]
-    assert sorted(now["files"]) == sorted(
-        p.name for p in out.iterdir() if p.name in now["files"]
+    assert (
+        now["parameters"][EINSTEIN]["prior"] != json.loads(first)["parameters"][EINSTEIN]["prior"]
     )
+    assert sorted(now["files"]) == sorted(p.name for p in out.iterdir() if p.name in now["files"])
 
 
 def test_the_fingerprint_names_a_changed_data_file_and_search_setting(tmp_path):

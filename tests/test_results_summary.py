@@ -12,12 +12,12 @@ import pytest
 
 from twinlens.job import example
 from twinlens.job.config import load_config
-from twinlens.job.results import (
+from twinlens.job.results import write_results
+from twinlens.job.summary import (
     is_point_estimate,
     summary_table,
     summary_text,
     summary_warnings,
-    write_results,
 )
 from twinlens.search import SearchResult
 
