@@ -61,6 +61,24 @@ def test_a_rerun_after_a_prior_change_sets_the_finished_fit_aside_and_refits(tmp
     assert sorted(now["files"]) == sorted(p.name for p in out.iterdir() if p.name in now["files"])
 
 
+def test_more_samples_asked_of_a_finished_fit_continue_its_search(tmp_path, capsys):
+    _small_dataset(tmp_path)
+    run_fit(load_config(_config(tmp_path)), progress=False, plot=False)
+    out = tmp_path / "out_numba"
+    before = json.loads((out / "result.json").read_text())
+    capsys.readouterr()
+
+    run_fit(load_config(_config(tmp_path, QUICK.replace("n_eff = 100", "n_eff = 300"))))
+    said = capsys.readouterr().out
+    assert "n_eff: 100 then, 300 now" in said and "continuing its search" in said
+    (aside,) = tmp_path.glob("out_numba.stale-*")
+    assert json.loads((aside / "result.json").read_text()) == before
+    assert not (aside / "nautilus.hdf5").exists()  # the checkpoint stayed to go on from
+    after = json.loads((out / "result.json").read_text())
+    assert after["info"]["resumed"] is True
+    assert after["n_evaluations"] > before["n_evaluations"]
+
+
 def test_the_fingerprint_names_a_changed_data_file_and_search_setting(tmp_path):
     _small_dataset(tmp_path)
     config = load_config(_config(tmp_path))

@@ -20,7 +20,6 @@ from twinlens.catalogue.plots import plot_catalogue
 from twinlens.catalogue.spec import Catalogue, LensTask
 from twinlens.catalogue.table import build_table, write_table
 from twinlens.catalogue.task import fit_lens, lens_folders, lens_status, limit_numba_threads
-from twinlens.job.freshness import set_aside
 
 __all__ = ["WarmUp", "run_catalogue"]
 
@@ -130,8 +129,8 @@ def run_catalogue(
         table["kind"] = cluster
     stale = _stale_lenses(catalogue, keep_stale)
     if stale and not keep_stale:
-        for lens_id in stale:
-            set_aside(lens_folders(output, lens_id)[0])
+        for lens_id, changed in stale.items():
+            _set_aside(output, lens_id, changed)
     todo = [t for t in catalogue.tasks if lens_status(output, t.id) != "done"]
     done_before = len(catalogue.tasks) - len(todo)
     if progress:
@@ -167,6 +166,24 @@ def run_catalogue(
             for r in failed:
                 print(f"  {r['id']}: {r['error']} (log: {r['log']})", flush=True)
     return result
+
+
+def _set_aside(output: Any, lens_id: str, changed: Any) -> None:
+    """Keep a stale lens's folder aside until its refit finishes; its search's checkpoint is
+    copied into the new partial folder where the change lets the search go on from it."""
+    import shutil
+
+    from twinlens.job import freshness
+
+    finished, partial = lens_folders(output, lens_id)
+    resumes = freshness.checkpoint_survives(finished, changed)
+    names = freshness.checkpoint_files(finished)
+    aside = freshness.set_aside(finished)
+    if resumes and not partial.exists():
+        partial.mkdir(parents=True)
+        for name in names:
+            if (aside / name).is_file():
+                shutil.copyfile(aside / name, partial / name)
 
 
 def _stale_lenses(catalogue: Catalogue, keep: bool) -> dict[str, Any]:

@@ -91,16 +91,21 @@ def run_fit(
 def _set_aside_if_stale(folder: Path, fingerprint: dict, progress: bool) -> None:
     """A finished fit in ``folder`` of another definition is moved aside (never overwritten,
     never resumed): the rerun fits afresh and says what changed."""
-    from twinlens.job.freshness import fit_files, set_aside, staleness
+    from twinlens.job import freshness
 
-    changed = staleness(folder, fingerprint)
+    changed = freshness.staleness(folder, fingerprint)
     if not changed:
         return
-    aside = set_aside(folder, fit_files(folder))
+    names = freshness.result_files(folder)
+    resumes = freshness.checkpoint_survives(folder, changed)
+    if not resumes:
+        names += freshness.checkpoint_files(folder)
+    aside = freshness.set_aside(folder, names)
+    again = "continuing its search from its checkpoint" if resumes else "fitting afresh"
     # said even when quiet: the user's earlier results moved
     print(
         f"{folder} held a finished fit of another definition ({changed.text}); its files are "
-        f"kept in {aside}; fitting afresh",
+        f"kept in {aside}; {again}",
         flush=True,
     )
 

@@ -6,7 +6,9 @@ the model and every prior, digests of the data, noise map, PSF, mask and grid, a
 source). A rerun compares that with the fingerprint of the configuration it is given: the
 same, the result stands; different (or a result with no fingerprint, from an older twinlens),
 the result is *stale*: its files are kept aside in a ``.stale-<date>`` folder beside it and
-the fit runs afresh, saying what changed. Nothing is overwritten and nothing is reused
+the fit runs again, saying what changed. The search's checkpoint goes with them, unless the
+change is one the checkpoint may continue under (``n_eff``, ``n_steps``): then the new run
+goes on from where the old one stopped. Nothing is overwritten and nothing is reused
 silently.
 """
 
@@ -23,7 +25,11 @@ from twinlens.search.checkpoint import changed_parts, describe_changes
 __all__ = [
     "RESULT",
     "Staleness",
+    "checkpoint_files",
+    "checkpoint_survives",
     "fingerprint_of",
+    "read_result",
+    "result_files",
     "set_aside",
     "staleness",
 ]
@@ -98,16 +104,31 @@ def set_aside(folder: Path, names: list[str] | None = None) -> Path:
     return aside
 
 
-def fit_files(folder: Path) -> list[str]:
-    """The names of a finished fit's files in ``folder``: those its ``result.json`` lists, the
-    search's checkpoint files, and ``result.json`` itself."""
+def checkpoint_files(folder: Path) -> list[str]:
+    """The names of the checkpoint files of the search that wrote ``folder``'s result."""
+    search = str((read_result(folder) or {}).get("search", ""))
+    suffixes = (".hdf5", ".backup.hdf5", ".work.hdf5", ".json")
+    return [f"{search}{suffix}" for suffix in suffixes] if search else []
+
+
+def checkpoint_survives(folder: Path, changed: Staleness) -> bool:
+    """Whether the search's checkpoint in ``folder`` still belongs to the changed run: every
+    changed part is one its record is not keyed on (``n_eff``, ``n_steps``: a finished run
+    asked for more samples goes on from where it stopped)."""
+    names = [n for n in checkpoint_files(folder) if n.endswith(".json")]
+    try:
+        keys = json.loads((Path(folder) / names[0]).read_text()) if names else None
+    except (OSError, ValueError):
+        keys = None
+    return isinstance(keys, dict) and not any(part in keys for part in changed.parts)
+
+
+def result_files(folder: Path) -> list[str]:
+    """The names of a finished fit's result files in ``folder`` (those its ``result.json``
+    lists, and ``result.json`` itself), checkpoint files apart."""
     record = read_result(folder) or {}
     listed = [str(n) for n in record.get("files", []) if "/" not in str(n)]
-    search = str(record.get("search", ""))
-    checkpoint = [
-        f"{search}{suffix}" for suffix in (".hdf5", ".backup.hdf5", ".work.hdf5", ".json")
-    ]
-    return [*listed, *(checkpoint if search else []), RESULT]
+    return [*listed, RESULT]
 
 
 def fingerprint_of(config: Any) -> dict[str, Any]:
