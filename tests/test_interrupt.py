@@ -111,6 +111,22 @@ def test_signals_stop_at_a_safe_point_and_the_rerun_is_the_uninterrupted_run(len
     assert "stopping at once" in err
     assert _digest(checkpoint) == kept
 
+    # a narrowed prior into the same folder while the run is unfinished: refused, naming it,
+    # the checkpoint untouched (a *finished* fit of another definition is set aside and
+    # fitted afresh instead: test_reruns)
+    toml = (folder / "fit.toml").read_text()
+    narrowed = toml.replace("uniform = [0.5, 1.5]", "uniform = [0.8, 1.0]")
+    assert narrowed != toml
+    narrowed = narrowed.replace("seed = 2", "seed = 2\nn_like_max = 200")
+    (folder / "fit.toml").write_text(narrowed)
+    code, _, err = _finish(_start(folder, "--quiet"))
+    assert code == 2
+    assert "prior of lenses[0].mass[0].einstein_radius" in err and "--restart" in err
+    assert "UniformPrior(lower=0.5, upper=1.5) then, UniformPrior(lower=0.8, upper=1.0) now" in err
+    assert "model" not in err.split("definition")[1]  # only the prior (and so the start) moved
+    assert not (out / "summary.txt").exists() and _digest(checkpoint) == kept
+    (folder / "fit.toml").write_text(toml)
+
     # the rerun finishes from the checkpoint
     code, _, err = _finish(_start(folder, "--quiet"))
     assert code == 0, err
@@ -126,19 +142,8 @@ def test_signals_stop_at_a_safe_point_and_the_rerun_is_the_uninterrupted_run(len
     assert a["n_evaluations"] == b["n_evaluations"]
     assert a["log_evidence"] == b["log_evidence"]
 
-    # a narrowed prior into the same folder: refused, naming it, nothing overwritten
-    summary = (out / "summary.txt").read_bytes()
-    toml = (folder / "fit.toml").read_text()
-    narrowed = toml.replace("uniform = [0.5, 1.5]", "uniform = [0.8, 1.0]")
-    assert narrowed != toml
-    (folder / "fit.toml").write_text(narrowed.replace("seed = 2", "seed = 2\nn_like_max = 200"))
-    code, _, err = _finish(_start(folder, "--quiet"))
-    assert code == 2
-    assert "prior of lenses[0].mass[0].einstein_radius" in err and "--restart" in err
-    assert "UniformPrior(lower=0.5, upper=1.5) then, UniformPrior(lower=0.8, upper=1.0) now" in err
-    assert "model" not in err.split("definition")[1]  # only the prior (and so the start) moved
-    assert (out / "summary.txt").read_bytes() == summary and _digest(checkpoint) != ""
     # --restart discards the old run
+    (folder / "fit.toml").write_text(narrowed)
     code, _, err = _finish(_start(folder, "--quiet", "--restart"))
     assert code == 0, err
     assert json.loads((out / "result.json").read_text())["n_evaluations"] == 200

@@ -37,6 +37,12 @@ def run_fit(
     with its checkpoint written (:class:`~twinlens.search.stopping.SearchStopped` is raised);
     a second stops at once (``hard_exit``: the process exits, as the command line does;
     otherwise ``KeyboardInterrupt``).
+
+    A finished fit already in the folder whose fingerprint differs from this run's (another
+    prior, other data, another seed) is set aside into ``<folder>.stale-<date>`` first, with
+    a line saying what changed (:mod:`twinlens.job.freshness`); its checkpoint stays when the
+    change lets the search go on from it. A failed COOLEST export raises
+    :class:`~twinlens.job.results.ExportFailed` once every other file is written.
     """
     from twinlens.job.results import write_results
     from twinlens.search import Objective, search_from_config
