@@ -56,7 +56,7 @@ def run_fit(
         config.model, config.dataset, config.backend, None if ps is None else ps.likelihood
     )
     fingerprint = run_record(search, objective)
-    _set_aside_if_stale(folder, fingerprint, progress)
+    _set_aside_if_stale(folder, fingerprint)
     if progress:
         data = (
             f"{config.dataset.layout.n_points} ray-traced points"
@@ -94,9 +94,10 @@ def run_fit(
     return files
 
 
-def _set_aside_if_stale(folder: Path, fingerprint: dict, progress: bool) -> None:
-    """A finished fit in ``folder`` of another definition is moved aside (never overwritten,
-    never resumed): the rerun fits afresh and says what changed."""
+def _set_aside_if_stale(folder: Path, fingerprint: dict) -> None:
+    """A finished fit in ``folder`` of another definition is moved aside, never overwritten
+    nor taken for this run's; the run says what changed. Its checkpoint stays where the
+    change lets the search go on from it (more samples asked for)."""
     from twinlens.job import freshness
 
     changed = freshness.staleness(folder, fingerprint)
