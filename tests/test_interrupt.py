@@ -68,6 +68,19 @@ def _finish(process: subprocess.Popen) -> tuple[int, str, str]:
     return process.returncode, out, err
 
 
+def stopped_run(folder: Path, sig: int, when: str) -> str:
+    """Start ``twinlens fit`` in ``folder``, send ``sig`` once its output says ``when``, and
+    check that it stopped at a safe point (exit 3, no results); its standard error."""
+    process = _start(folder)
+    _wait_for(process, when)
+    process.send_signal(sig)
+    code, _, err = _finish(process)
+    assert code == EXIT_STOPPED, err
+    assert "run the same command again to resume" in err
+    assert not (folder / "out_numba" / "summary.txt").exists()  # no results from a stop
+    return err
+
+
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -87,14 +100,9 @@ def test_signals_stop_at_a_safe_point_and_the_rerun_is_the_uninterrupted_run(len
     checkpoint = out / "nautilus.hdf5"
 
     # a batch scheduler's SIGTERM as sampling starts: a consistent checkpoint, exit 3
-    first = _start(folder)
-    _wait_for(first, "nautilus: starting")
-    first.send_signal(signal.SIGTERM)
-    code, _, err = _finish(first)
-    assert code == EXIT_STOPPED, err
-    assert "SIGTERM" in err and "run the same command again to resume" in err
+    err = stopped_run(folder, signal.SIGTERM, "nautilus: starting")
+    assert "SIGTERM" in err
     assert CheckpointFiles(out, "nautilus", _readable).readable(checkpoint)
-    assert not (out / "summary.txt").exists()  # no results from a stopped search
     kept = _digest(checkpoint)
 
     # resumed, then two signals at once (delivered together while the process is paused):

@@ -16,27 +16,18 @@ import os
 import re
 import shutil
 import signal
-from pathlib import Path
 
 import numpy as np
 import pytest
-from test_interrupt import CONFIG, _finish, _readable, _start, _wait_for
-from test_job import _small_dataset
+from test_interrupt import CONFIG, _finish, _readable, _start, _wait_for, stopped_run
+from test_interrupt import lens_folder as lens_folder  # the module's fixture, shared
 from test_search import GaussianToy
 
 from twinlens.job import run_fit
 from twinlens.job.config import load_config
 from twinlens.search import Emcee
 from twinlens.search.checkpoint import CheckpointFiles
-from twinlens.search.stopping import EXIT_STOPPED, SearchStopped, stop_on_signals
-
-
-@pytest.fixture(scope="module")
-def lens_folder(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("lens")
-    _small_dataset(folder)
-    (folder / "fit.toml").write_text(CONFIG)
-    return folder
+from twinlens.search.stopping import SearchStopped, stop_on_signals
 
 
 def test_a_first_ctrl_c_stops_the_fit_with_its_checkpoint_and_the_rerun_resumes(
@@ -48,15 +39,9 @@ def test_a_first_ctrl_c_stops_the_fit_with_its_checkpoint_and_the_rerun_resumes(
     checkpoint = out / "nautilus.hdf5"
 
     # Ctrl-C as sampling starts: it finishes the batch in flight, writes the checkpoint, exit 3
-    first = _start(folder)
-    _wait_for(first, "nautilus: starting")
-    first.send_signal(signal.SIGINT)
-    code, _, err = _finish(first)
-    assert code == EXIT_STOPPED, err
+    err = stopped_run(folder, signal.SIGINT, "nautilus: starting")
     assert "SIGINT received" in err and "stopped by SIGINT" in err, err
-    assert "run the same command again to resume" in err
     assert CheckpointFiles(out, "nautilus", _readable).readable(checkpoint)
-    assert not (out / "summary.txt").exists()  # no results from a stopped search
     held = int(re.search(r"stopped by SIGINT after (\d+) likelihood evaluations", err)[1])
     assert held > 0
 
@@ -154,13 +139,8 @@ def test_the_command_stops_emcee_on_sigterm_and_resumes_to_the_uninterrupted_cha
     (folder / "fit.toml").write_text(EMCEE_CONFIG)
     out = folder / "out_numba"
 
-    first = _start(folder)
-    _wait_for(first, "emcee: step 60/300")
-    first.send_signal(signal.SIGTERM)
-    code, _, err = _finish(first)
-    assert code == EXIT_STOPPED, err
-    assert "stopped by SIGTERM" in err and "run the same command again to resume" in err
-    assert not (out / "summary.txt").exists()
+    err = stopped_run(folder, signal.SIGTERM, "emcee: step 60/300")
+    assert "stopped by SIGTERM" in err
     held = int(re.search(r"stopped by SIGTERM after (\d+) likelihood evaluations", err)[1])
     stored = emcee.backends.HDFBackend(str(out / "emcee.hdf5"), read_only=True).iteration
     assert 60 <= stored < 300 and held == 8 * stored

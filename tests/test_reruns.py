@@ -206,3 +206,33 @@ def test_a_lens_row_override_change_is_found_without_fitting(tmp_path):
     base["lens"][0]["mass"][0]["einstein_radius"] = {"uniform": [0.9, 1.1]}
     changed = staleness(out, fingerprint_of(parse_config(base, tmp_path)))
     assert changed.parts == [f"prior of {EINSTEIN}"]
+
+
+def test_a_template_edit_refits_exactly_the_lenses_it_changes(tmp_path, capsys):
+    from test_catalogue import _catalogue
+
+    from twinlens.catalogue import load_catalogue, run_catalogue
+
+    # lens b sets its own Einstein-radius prior, so the template's is not b's
+    csv = (
+        "id,data,noise_map,psf,lens[0].mass[0].einstein_radius\n"
+        "a,lens/data.fits,lens/noise_map.fits,lens/psf.fits,\n"
+        'b,lens/data.fits,lens/noise_map.fits,lens/psf.fits,"{uniform = [0.8, 1.0]}"\n'
+    )
+    path = _catalogue(tmp_path, csv)
+    run_catalogue(load_catalogue(path), workers=1, plot=False, progress=False)
+    lenses = tmp_path / "out" / "lenses"
+    before = {i: (lenses / i / "result.json").read_text() for i in "ab"}
+
+    template = tmp_path / "template.toml"
+    text = template.read_text()
+    assert "uniform = [0.5, 1.5]" in text
+    template.write_text(text.replace("uniform = [0.5, 1.5]", "uniform = [0.6, 1.5]"))
+    table = run_catalogue(load_catalogue(path), workers=1, plot=False)
+    said = capsys.readouterr().out
+    assert f"1 lens changed since its fit (prior of {EINSTEIN}): refitting" in said
+    assert "1 already done, 1 to fit" in said
+    assert [str(r["status"]) for r in table] == ["done", "done"]
+    assert (lenses / "b" / "result.json").read_text() == before["b"]
+    record = json.loads((lenses / "a" / "result.json").read_text())
+    assert record["parameters"][EINSTEIN]["prior"] == "UniformPrior(lower=0.6, upper=1.5)"
