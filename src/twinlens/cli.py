@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from twinlens.backend import BACKENDS
 
@@ -221,6 +222,78 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_fit(sub: Any) -> None:
+    """The ``fit`` subcommand's arguments."""
+    f = sub.add_parser(
+        "fit",
+        help="fit a model to imaging data and/or a lensed point source (a TOML configuration, "
+        "or --example)",
+    )
+    f.add_argument("config", nargs="?", help="the TOML configuration file (see docs/fitting.rst)")
+    f.add_argument(
+        "--example",
+        nargs="?",
+        const="parametric",
+        choices=("parametric", "pixelised", "timedelay", "quasar"),
+        help="simulate the built-in lens and fit it; --example pixelised: an irregular source "
+        "fitted with a pixelised source on a Delaunay mesh; --example timedelay: a lensed "
+        "quasar's imaging, image positions and delays, reporting H0; --example quasar: its "
+        "image positions and delays alone, without imaging",
+    )
+    f.add_argument("--quick", action="store_true", help="with --example: fewer live points")
+    f.add_argument("--backend", choices=("numba", "jax"), help="override the file's backend")
+    f.add_argument(
+        "--output",
+        help="output folder (default: the file's `output`, or ~/twinlens_example for --example)",
+    )
+    f.add_argument(
+        "--restart",
+        action="store_true",
+        help="discard the output folder's checkpoint and start the search afresh",
+    )
+    f.add_argument("--seed", type=int, default=1, help="with --example: noise and search seed")
+    f.add_argument("--quiet", action="store_true", help="no progress output")
+    f.set_defaults(func=_cmd_fit)
+
+
+def _add_batch(sub: Any) -> None:
+    """The ``batch`` subcommand's arguments."""
+    b = sub.add_parser(
+        "batch",
+        help="fit every lens of a catalogue on a Dask cluster (local, SLURM, PBS or a scheduler)",
+    )
+    b.add_argument("catalogue", nargs="?", help="the catalogue TOML file (see docs/cluster.rst)")
+    b.add_argument(
+        "--example",
+        nargs="?",
+        type=int,
+        const=8,
+        metavar="N",
+        help="simulate N varied lenses (default 8) and fit them on a local cluster",
+    )
+    b.add_argument(
+        "--cluster",
+        metavar="KIND",
+        help="local (default), slurm, pbs or tcp://HOST:PORT (replaces [cluster].kind)",
+    )
+    b.add_argument("--workers", type=int, help="worker processes (local) or most jobs")
+    b.add_argument("--threads-per-worker", type=int, help="threads of each worker (default 1)")
+    b.add_argument("--output", help="output folder (default: the catalogue's)")
+    b.add_argument(
+        "--retries", type=int, default=2, help="tries again of a lens whose worker died (2)"
+    )
+    b.add_argument(
+        "--keep-stale",
+        action="store_true",
+        help="keep finished lenses whose template, row or data changed since their fit "
+        "(marked stale in the table) instead of refitting them",
+    )
+    b.add_argument("--backend", choices=("numba", "jax"), help="override the template's")
+    b.add_argument("--seed", type=int, default=1, help="with --example: the simulation seed")
+    b.add_argument("--quiet", action="store_true", help="no progress output")
+    b.set_defaults(func=_cmd_batch)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``twinlens`` command and its subcommands."""
     parser = argparse.ArgumentParser(
@@ -259,70 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="version, backends, threads and devices")
     i.add_argument("--json", action="store_true", help="machine-readable output")
     i.set_defaults(func=_cmd_info)
-    f = sub.add_parser(
-        "fit",
-        help="fit a model to imaging data and/or a lensed point source (a TOML configuration, "
-        "or --example)",
-    )
-    f.add_argument("config", nargs="?", help="the TOML configuration file (see docs/fitting.rst)")
-    f.add_argument(
-        "--example",
-        nargs="?",
-        const="parametric",
-        choices=("parametric", "pixelised", "timedelay", "quasar"),
-        help="simulate the built-in lens and fit it; --example pixelised: an irregular source "
-        "fitted with a pixelised source on a Delaunay mesh; --example timedelay: a lensed "
-        "quasar's imaging, image positions and delays, reporting H0; --example quasar: its "
-        "image positions and delays alone, without imaging",
-    )
-    f.add_argument("--quick", action="store_true", help="with --example: fewer live points")
-    f.add_argument("--backend", choices=("numba", "jax"), help="override the file's backend")
-    f.add_argument(
-        "--output",
-        help="output folder (default: the file's `output`, or ~/twinlens_example for --example)",
-    )
-    f.add_argument(
-        "--restart",
-        action="store_true",
-        help="discard the output folder's checkpoint and start the search afresh",
-    )
-    f.add_argument("--seed", type=int, default=1, help="with --example: noise and search seed")
-    f.add_argument("--quiet", action="store_true", help="no progress output")
-    f.set_defaults(func=_cmd_fit)
-    b = sub.add_parser(
-        "batch",
-        help="fit every lens of a catalogue on a Dask cluster (local, SLURM, PBS or a scheduler)",
-    )
-    b.add_argument("catalogue", nargs="?", help="the catalogue TOML file (see docs/cluster.rst)")
-    b.add_argument(
-        "--example",
-        nargs="?",
-        type=int,
-        const=8,
-        metavar="N",
-        help="simulate N varied lenses (default 8) and fit them on a local cluster",
-    )
-    b.add_argument(
-        "--cluster",
-        metavar="KIND",
-        help="local (default), slurm, pbs or tcp://HOST:PORT (replaces [cluster].kind)",
-    )
-    b.add_argument("--workers", type=int, help="worker processes (local) or most jobs")
-    b.add_argument("--threads-per-worker", type=int, help="threads of each worker (default 1)")
-    b.add_argument("--output", help="output folder (default: the catalogue's)")
-    b.add_argument(
-        "--retries", type=int, default=2, help="tries again of a lens whose worker died (2)"
-    )
-    b.add_argument(
-        "--keep-stale",
-        action="store_true",
-        help="keep finished lenses whose template, row or data changed since their fit "
-        "(marked stale in the table) instead of refitting them",
-    )
-    b.add_argument("--backend", choices=("numba", "jax"), help="override the template's")
-    b.add_argument("--seed", type=int, default=1, help="with --example: the simulation seed")
-    b.add_argument("--quiet", action="store_true", help="no progress output")
-    b.set_defaults(func=_cmd_batch)
+    _add_fit(sub)
+    _add_batch(sub)
     s = sub.add_parser("simulate", help="write the built-in example dataset and its fit.toml")
     s.add_argument("directory", help="folder to write into")
     s.add_argument("--seed", type=int, default=1, help="noise seed")

@@ -23,6 +23,7 @@ __all__ = [
     "plot_corner",
     "plot_fit",
     "plot_lens",
+    "point_source_half_width",
     "source_plane_image",
 ]
 
@@ -257,3 +258,10 @@ def plot_corner(
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return Path(path)
+
+
+def point_source_half_width(positions: Any) -> float:
+    """Half-width (arcsec) of a square about the origin that holds the observed images with a
+    margin: the field of the plots of a fit without imaging."""
+    reach = float(np.max(np.abs(np.asarray(positions, dtype=float))))
+    return max(1.0, 1.4 * reach)

@@ -41,6 +41,7 @@ from twinlens import __version__, memo
 from twinlens.fit import fits_io
 from twinlens.fit.likelihood import FitImaging
 from twinlens.job import plots
+from twinlens.job.plots import point_source_half_width
 from twinlens.job.summary import (
     fit_figure_title,
     interval_text,
@@ -417,13 +418,6 @@ def _write_images(fit: FitImaging, solved: Any, output: Path, files: dict[str, P
 
         files.update(pixelised.write_source_fits(fit, output))
     return extent_half
-
-
-def point_source_half_width(positions: Any) -> float:
-    """Half-width (arcsec) of a square about the origin that holds the observed images with a
-    margin: the field of the plots of a fit without imaging."""
-    reach = float(np.max(np.abs(np.asarray(positions, dtype=float))))
-    return max(1.0, 1.4 * reach)
 
 
 def _stats(values: np.ndarray, point: bool, definition: str) -> dict:

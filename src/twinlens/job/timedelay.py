@@ -160,6 +160,10 @@ def _free(path: str) -> dict:
     return {kind: args} if start is None else {kind: args, "start": start}
 
 
+def _rounded(a: Any, digits: int) -> list:
+    return [round(float(v), digits) for v in np.ravel(a)]
+
+
 def timedelay_config_text(
     search: dict,
     backend: str,
@@ -175,10 +179,7 @@ def timedelay_config_text(
     def pair(path: str) -> str:
         return _toml([_free(f"{path}[0]"), _free(f"{path}[1]")])
 
-    def rounded(a: Any, digits: int) -> list:
-        return [round(float(v), digits) for v in np.ravel(a)]
-
-    positions = [rounded(p, 5) for p in point["positions"]]
+    positions = [_rounded(p, 5) for p in point["positions"]]
     what = "time delays of a lensed quasar" if imaging else "a quasar's images and delays alone"
     dataset = [
         "[dataset]  # the host galaxy's lensed light (the quasar images subtracted)",
@@ -230,8 +231,8 @@ def timedelay_config_text(
         f"positions = {_toml(positions)}",
         f"position_sigma = {_toml(POSITION_SIGMA)}",
         "# t_i - t_0 of images 1, 2, 3 relative to the first",
-        f"delays = {_toml(rounded(point['delays'], 3))}",
-        f"delay_sigma = {_toml(rounded(point['delay_sigma'], 3))}",
+        f"delays = {_toml(_rounded(point['delays'], 3))}",
+        f"delay_sigma = {_toml(_rounded(point['delay_sigma'], 3))}",
         'position_likelihood = "image"',
         f"solver = {_toml(SOLVER)}",
         f"centre = {pair('point_source.centre')}",
@@ -303,8 +304,12 @@ def plot_time_delay_fit(
     ``h0_samples`` None), titled ``h0_title`` (the job passes summary.txt's H0 line) or the
     samples' median and 68% interval."""
     from twinlens.fit.lens_equation import ImageSolver
-    from twinlens.job.plots import _extent, _pyplot, critical_curves_and_caustics
-    from twinlens.job.results import point_source_half_width
+    from twinlens.job.plots import (
+        _extent,
+        _pyplot,
+        critical_curves_and_caustics,
+        point_source_half_width,
+    )
 
     plt = _pyplot()
     if fit is None:
