@@ -220,3 +220,15 @@ def test_a_model_coolest_cannot_describe_is_noted_not_failed(tmp_path, capsys):
         assert cli.main(["fit", str(config), "--quiet"]) == 0
     record = json.loads((tmp_path / "out_numba" / "result.json").read_text())
     assert record["coolest"] == "not written: lenses[0].mass[0] is a GNFW"
+
+
+def test_an_unreadable_checkpoint_is_one_line_with_status_2(tmp_path, capsys):
+    from twinlens import cli
+
+    config = _small_fit(tmp_path)
+    (tmp_path / "out_numba").mkdir()
+    (tmp_path / "out_numba" / "nautilus.hdf5").write_bytes(b"torn by a damaged disk")
+    assert cli.main(["fit", str(config), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "unreadable and has no backup" in err
+    assert "--restart" in err

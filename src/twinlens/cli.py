@@ -60,7 +60,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from twinlens.job import run_fit
     from twinlens.job.config import ConfigError, load_config
     from twinlens.job.results import ExportFailed
-    from twinlens.search.checkpoint import CheckpointMismatch
+    from twinlens.search.checkpoint import CheckpointMismatch, CheckpointUnreadable
     from twinlens.search.stopping import EXIT_STOPPED, SearchStopped
 
     if (args.example is not None) == (args.config is not None):
@@ -111,7 +111,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             restart=args.restart,
             hard_exit=True,
         )
-    except (CheckpointMismatch, ExportFailed) as err:
+    except (CheckpointMismatch, CheckpointUnreadable, ExportFailed) as err:
         return _usage_error(str(err))
     except SearchStopped as stop:
         print(f"twinlens: {stop}", file=sys.stderr)

@@ -26,6 +26,7 @@ from twinlens.user_warnings import warn_user
 __all__ = [
     "CheckpointFiles",
     "CheckpointMismatch",
+    "CheckpointUnreadable",
     "changed_parts",
     "describe_changes",
     "objective_record",
@@ -35,6 +36,10 @@ __all__ = [
 
 class CheckpointMismatch(ValueError):
     """A checkpoint from a run defined differently from this one."""
+
+
+class CheckpointUnreadable(ValueError):
+    """A checkpoint that neither opens nor has a readable backup (a damaged disk)."""
 
 
 def objective_record(objective: Any) -> dict[str, str]:
@@ -150,7 +155,7 @@ class CheckpointFiles:
         ------
         CheckpointMismatch
             If the stored run differs from ``record`` (the message names each part).
-        ValueError
+        CheckpointUnreadable
             If a checkpoint exists but neither it nor a backup is readable.
         """
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -196,7 +201,7 @@ class CheckpointFiles:
             )
             return self.backup
         if self.checkpoint.exists():
-            raise ValueError(
+            raise CheckpointUnreadable(
                 f"the {self.name} checkpoint {self.checkpoint} is unreadable and has no backup; "
                 "rerun with --restart (restart=True) to start afresh"
             )
