@@ -18,9 +18,9 @@ import numpy as np
 from timing import emit
 from workloads import IMAGE_SIDE, NOISE_SIGMA, PIXEL_SCALE, SEED, w5_psf, w5_truth
 
-from twinlens.fit.imaging import simulate
-from twinlens.fit.likelihood import FitImaging
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import simulate
+from twinlens.likelihood.imaging import FitImaging
 
 
 def main() -> None:

@@ -88,7 +88,7 @@ def main() -> None:
     jax = jax_runtime.load()
     like = w5_likelihood(20, 2) if args.smoke else w5_likelihood()
     vector = like.reference.copy()
-    from twinlens.batch.likelihood import _jax_batch, _jax_single, vmap_width
+    from twinlens.likelihood.batched import _jax_batch, _jax_single, vmap_width
 
     program = _jax_single()
     on_device = jax.device_put(vector)

@@ -26,7 +26,7 @@ from workloads import jax_chunks_seen, w5_likelihood
 
 from twinlens import memo
 from twinlens.backend import jax_runtime
-from twinlens.batch.likelihood import _jax_batch, vmap_width
+from twinlens.likelihood.batched import _jax_batch, vmap_width
 
 BUDGET_S = 270.0
 

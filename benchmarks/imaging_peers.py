@@ -36,8 +36,8 @@ import numpy as np
 from peers import Skip, require, version
 
 from twinlens import convert
-from twinlens.batch import ImagingLikelihood
 from twinlens.light import MGELight
+from twinlens.likelihood import ImagingLikelihood
 
 SUB_SIZE = 4
 

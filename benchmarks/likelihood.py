@@ -7,7 +7,7 @@ backend and, where installed, on the peers, all in one run.
     python benchmarks/likelihood.py --no-peers         # ours only
 
 The workloads are :func:`workloads.w5_likelihood` and :func:`workloads.w6_likelihood`
-(:class:`twinlens.batch.ImagingLikelihood`, every free parameter in one vector). Each case runs
+(:class:`twinlens.likelihood.ImagingLikelihood`, every free parameter in one vector). Each case runs
 in a fresh interpreter (numba's and XLA's thread pools, and the state one package leaves in the
 CPU, change another's speed) and prints one JSON line per measurement. Every call evaluates a
 new vector (16 vectors near the truth, in turn):
@@ -143,7 +143,8 @@ def run_ours(workload: str, variant: str, quick: bool) -> None:
                 memo=_memo(),
             )
     elif variant == "jax":
-        from twinlens.fit.likelihood import blurred_terms, solve_and_score
+        from twinlens.lensing.blurred import blurred_terms
+        from twinlens.likelihood.imaging import solve_and_score
 
         jax_runtime.load()
         dataset = like.dataset

@@ -40,8 +40,8 @@ from workloads import W6_MGE_PATH, w6_likelihood
 
 from twinlens import memo
 from twinlens.backend.concrete import batched
-from twinlens.batch import ImagingLikelihood
-from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.lensing.tracer import Galaxy, Tracer
+from twinlens.likelihood import ImagingLikelihood
 from twinlens.model import set_paths
 
 BATCH = 16

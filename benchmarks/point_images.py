@@ -56,18 +56,18 @@ FREE = (
 def joint(placed: str) -> Any:
     """The P2 joint likelihood, its images placed ``"observed"`` or ``"model"``."""
     from twinlens import Galaxy, Tracer
-    from twinlens.batch.joint import JointLikelihood
-    from twinlens.fit.imaging import Imaging, simulate
-    from twinlens.fit.lens_equation import ImageSolver
-    from twinlens.fit.point_images import PointImages
-    from twinlens.fit.point_source_likelihood import (
+    from twinlens.grids import Grid2D
+    from twinlens.imaging.dataset import Imaging, simulate
+    from twinlens.imaging.point_images import PointImages
+    from twinlens.imaging.psf import PSF
+    from twinlens.lensing.lens_equation import ImageSolver
+    from twinlens.light import LinearSersic, Sersic
+    from twinlens.likelihood.joint import JointLikelihood
+    from twinlens.likelihood.point_source import (
         PointSource,
         PointSourceData,
         PointSourceLikelihood,
     )
-    from twinlens.fit.psf import PSF
-    from twinlens.grids import Grid2D
-    from twinlens.light import LinearSersic, Sersic
     from twinlens.mass import SIE, ExternalShear
 
     mass = (SIE((0.0, 0.0), (0.15, -0.05), 1.0), ExternalShear(0.04, -0.02))

@@ -71,8 +71,8 @@ def _line(name: str, code: str, **fields: Any) -> None:
 
 
 def case_numba(quick: bool, loop: bool) -> None:
-    from twinlens.fit import lens_equation
-    from twinlens.fit.lens_equation import ImageSolver
+    from twinlens.lensing import lens_equation
+    from twinlens.lensing.lens_equation import ImageSolver
 
     tracer, src, solver = lens(**LENS), sources(), ImageSolver()
     if loop:
@@ -109,7 +109,7 @@ def _threads() -> int:
 
 def case_jax(quick: bool, batch_size: int | None = None) -> None:
     from twinlens.backend import jax_runtime
-    from twinlens.fit.lens_equation import ImageSolver, jax_batch_size
+    from twinlens.lensing.lens_equation import ImageSolver, jax_batch_size
 
     jax = jax_runtime.load()
     solver = ImageSolver() if batch_size is None else ImageSolver(batch_size=batch_size)
@@ -148,7 +148,7 @@ def case_lenstronomy(quick: bool, variant: str) -> None:
         _line(f"lenstronomy {variant}", "lenstronomy", skipped="lenstronomy is not installed")
         return
     from twinlens import convert
-    from twinlens.fit.lens_equation import ImageSolver
+    from twinlens.lensing.lens_equation import ImageSolver
 
     tracer = lens(**LENS)
     names, params = zip(*(convert.to_lenstronomy(p) for p in tracer.lenses[0].mass), strict=True)

@@ -18,8 +18,8 @@ from test_every_parameter_free import (
     _dataset,
 )
 
-from twinlens.batch import ImagingLikelihood
-from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.lensing.tracer import Galaxy, Tracer
+from twinlens.likelihood import ImagingLikelihood
 
 cases = {"SIE+shear, linear Sersic, Gaussian lens light (7 free)": _setup()}
 for name, path in [("GNFW", "lenses[0].mass[0].gamma"), ("PowerLaw", "lenses[0].mass[0].slope")]:

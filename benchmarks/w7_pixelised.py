@@ -35,16 +35,16 @@ import time
 from dataclasses import replace
 from functools import partial
 
-# numba's OpenMP threads must not spin while Qhull locates points (see fit/pixelised/loops.py)
+# numba's OpenMP threads must not spin while Qhull locates points (see inversion/loops.py)
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import numpy as np
 from timing import block, first_call, measure
 from workloads import simulate_dataset, w5_lens_mass, w5_truth
 
-from twinlens.fit.pixelised import Constant, Delaunay, Pixelization, Rectangular, log_evidence
-from twinlens.fit.pixelised.inversion import one_blas_thread
-from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.inversion import Constant, Delaunay, Pixelization, Rectangular, log_evidence
+from twinlens.inversion.solve import one_blas_thread
+from twinlens.lensing.tracer import Galaxy, Tracer
 
 MASK_RADIUS = 2.5
 
@@ -124,8 +124,8 @@ def _autoarray_case(name, lens, data, pix, repeats):
         from autoarray.fit import fit_util
     except ImportError:
         return []
-    from twinlens.fit.pixelised import FitPixelised
-    from twinlens.fit.pixelised import fit as pixfit
+    from twinlens.inversion import FitPixelised
+    from twinlens.inversion import fit as pixfit
 
     fit = FitPixelised(data, lens, pix, "numba")
     masked = pixfit._problem(data, pix.mesh).masked

@@ -31,13 +31,13 @@ from typing import Any
 import numpy as np
 
 from twinlens import memo
-from twinlens.batch import ImagingLikelihood
-from twinlens.fit.imaging import Imaging, simulate
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import Imaging, simulate
+from twinlens.imaging.psf import PSF
 from twinlens.kernels.gauss_decomposition import decompose_sersic
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import MGELight, Sersic
+from twinlens.likelihood import ImagingLikelihood
 from twinlens.mass import MGE, SIE, ExternalShear, Gaussian, PowerLaw
 from twinlens.model import parameter_paths
 

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from jax_loaded import jax_or_skip
 
-from twinlens.batch import ImagingLikelihood
-from twinlens.fit.imaging import simulate
-from twinlens.fit.likelihood import FitImaging
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import GaussianBasis, LinearSersic, Sersic
+from twinlens.likelihood import ImagingLikelihood
+from twinlens.likelihood.imaging import FitImaging
 from twinlens.mass import SIE, ExternalShear
 
 FREE = (
@@ -127,7 +127,7 @@ def test_jax_chunks_are_a_power_of_two_under_the_budget(monkeypatch, likelihood)
 
 
 def test_jax_compiles_once_per_shape_and_value():
-    from twinlens.batch.likelihood import _jax_batch
+    from twinlens.likelihood.batched import _jax_batch
 
     jitted = _jax_batch()
     like = _setup(n=16)
@@ -206,7 +206,7 @@ def test_imaging_names_are_public_and_lazy():
     assert twinlens.ImagingLikelihood is ImagingLikelihood
     assert twinlens.Grid2D is Grid2D and twinlens.Tracer is Tracer
     code = (
-        "import sys, twinlens; assert 'twinlens.fit' not in sys.modules; twinlens.Imaging; "
+        "import sys, twinlens; assert 'twinlens.imaging' not in sys.modules; twinlens.Imaging; "
         "assert 'jax' not in sys.modules and 'numba' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from twinlens import memo
-from twinlens.fit.imaging import simulate
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import Sersic
 from twinlens.mass import SIE
 from twinlens.model import GaussianPrior, LogUniformPrior, Model, UniformPrior

@@ -12,15 +12,15 @@ import pytest
 import scipy.integrate
 
 from twinlens.backend import jax_runtime
-from twinlens.batch import ImagingLikelihood
-from twinlens.fit.fused import _plan
-from twinlens.fit.imaging import simulate
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
 from twinlens.job.config import ConfigError, parse_config
 from twinlens.job.example import config_text
+from twinlens.lensing.fused import _plan
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import LinearSersic, Sersic
+from twinlens.likelihood import ImagingLikelihood
 from twinlens.validate import validate_kernel
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "docs" / "examples"))

@@ -7,11 +7,11 @@ import pytest
 
 from twinlens import Galaxy, Tracer, cli, memo
 from twinlens.backend import jax_runtime, numba_runtime
-from twinlens.batch import joint as joint_module
-from twinlens.batch.joint import JointLikelihood
-from twinlens.batch.likelihood import vmap_width
 from twinlens.environment import EnvironmentVariableError
-from twinlens.fit.point_source_likelihood import (
+from twinlens.likelihood import joint as joint_module
+from twinlens.likelihood.batched import vmap_width
+from twinlens.likelihood.joint import JointLikelihood
+from twinlens.likelihood.point_source import (
     PointSource,
     PointSourceData,
     PointSourceLikelihood,

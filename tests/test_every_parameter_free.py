@@ -1,5 +1,5 @@
 """Every numeric parameter of every mass and light profile, freed one at a time in an
-:class:`~twinlens.batch.ImagingLikelihood` and evaluated single and batched on numba, numpy and
+:class:`~twinlens.likelihood.ImagingLikelihood` and evaluated single and batched on numba, numpy and
 JAX (issue 14), plus the issue's reproducers as regression tests.
 
 The profiles come from ``twinlens.mass.__all__`` and ``twinlens.light.__all__`` and their
@@ -11,7 +11,7 @@ side) and a single evaluation of the middle one.
 Tolerances (float64, max relative error of log L, about 700 on the 21x21 grid):
 
 * numba and numpy, single and batched, against log L of the concrete instance on numpy
-  (:class:`~twinlens.fit.likelihood.FitImaging`): ``1e-12``, the cross-backend target for closed
+  (:class:`~twinlens.likelihood.imaging.FitImaging`): ``1e-12``, the cross-backend target for closed
   forms (the same per-point math, summed in another order; measured <= 1e-14 everywhere);
 * numba against JAX: ``1e-12`` for closed forms; ``1e-11`` for the profiles evaluated through a
   Gaussian decomposition, whose free shape parameter is decomposed by scipy (``loggamma``,
@@ -37,13 +37,13 @@ from profile_values import LIGHT, MASS, C, E, profile_classes
 import twinlens.light as light
 import twinlens.mass as mass
 from twinlens.backend.concrete import batched
-from twinlens.batch import ImagingLikelihood
-from twinlens.fit.imaging import simulate
-from twinlens.fit.likelihood import FitImaging
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
 from twinlens.kernels import gauss_decomposition as gd
+from twinlens.lensing.tracer import Galaxy, Tracer
+from twinlens.likelihood import ImagingLikelihood
+from twinlens.likelihood.imaging import FitImaging
 from twinlens.model.paths import parameter_paths
 
 #: Profiles evaluated through a Gaussian decomposition (looser numba-JAX tolerance).

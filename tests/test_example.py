@@ -11,10 +11,10 @@ import pytest
 from scipy import stats
 
 from twinlens import cli
-from twinlens.fit.likelihood import FitImaging
 from twinlens.job import example
 from twinlens.job.config import load_config
 from twinlens.light import LinearSersic
+from twinlens.likelihood.imaging import FitImaging
 
 
 def test_the_example_configuration_builds_with_the_truth_inside_wide_priors(tmp_path):

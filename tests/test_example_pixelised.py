@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from twinlens import cli
-from twinlens.fit import fits_io
+from twinlens.imaging import fits_io
 from twinlens.job import example
 
 

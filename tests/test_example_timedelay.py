@@ -73,8 +73,8 @@ def _quasar_truth(paths):
 
 
 def test_quasar_configuration_has_no_imaging_and_scores_the_point_source_alone(tmp_path):
-    from twinlens.fit.point_source_likelihood import PointSource
     from twinlens.job.config import load_config
+    from twinlens.likelihood.point_source import PointSource
     from twinlens.search import Objective
 
     path = timedelay.write_quasar_example(tmp_path, search={"name": "nautilus", "n_live": 50})
@@ -190,8 +190,8 @@ z_source = 2.0
 
 
 def _two_plane_truth():
-    from twinlens.fit.lens_equation import ImageSolver
-    from twinlens.fit.multiplane import MultiPlaneTracer
+    from twinlens.lensing.lens_equation import ImageSolver
+    from twinlens.lensing.multiplane import MultiPlaneTracer
     from twinlens.mass import SIS, ExternalShear, PowerLaw
 
     main = PowerLaw((0.0, 0.0), (0.1, 0.05), 1.2, 2.05)
@@ -211,8 +211,8 @@ def _two_plane_truth():
 def test_multi_plane_configuration_samples_h0(tmp_path):
     import tomllib
 
-    from twinlens.fit.multiplane import MultiPlaneTracer
     from twinlens.job.config import parse_config
+    from twinlens.lensing.multiplane import MultiPlaneTracer
     from twinlens.search import Objective
 
     _, positions, delays = _two_plane_truth()
@@ -362,9 +362,9 @@ def test_galaxy_redshifts_serve_as_z_lens_and_z_source_for_h0(tmp_path):
 def test_in_imaging_models_the_observed_images_in_the_imaging(tmp_path):
     import tomllib
 
-    from twinlens.fit.likelihood import FitImaging
-    from twinlens.fit.point_images import PointImages
+    from twinlens.imaging.point_images import PointImages
     from twinlens.job.config import ConfigError, parse_config
+    from twinlens.likelihood.imaging import FitImaging
     from twinlens.search.base import Objective
 
     text = timedelay.write_timedelay_example(tmp_path / "td").read_text()

@@ -23,8 +23,8 @@ from coolest.api.profiles import light as coolest_light
 from coolest.api.profiles import mass as coolest_mass
 
 from twinlens.export import from_coolest, to_coolest
-from twinlens.fit.multiplane import MultiPlaneTracer
-from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.lensing.multiplane import MultiPlaneTracer
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import (
     CoreSersic,
     Exponential,
@@ -596,10 +596,10 @@ def test_prior_errors_and_unused_priors(tmp_path):
 def test_dataset_written_as_fits(tmp_path, shape):
     from coolest.template.json import JSONSerializer
 
-    from twinlens.fit.fits_io import read_image
-    from twinlens.fit.imaging import simulate
-    from twinlens.fit.psf import PSF
     from twinlens.grids import Grid2D
+    from twinlens.imaging.dataset import simulate
+    from twinlens.imaging.fits_io import read_image
+    from twinlens.imaging.psf import PSF
 
     tracer = _tracer((0.1, 0.05), (0.0, 0.1), (0.1, -0.1))
     yy, xx = np.mgrid[-2:3, -2:3]
@@ -893,12 +893,12 @@ def test_pixelised_source_is_written_as_coolest_interpolates_it(tmp_path, mesh_k
     from coolest.api.profiles.light import IrregularGrid
     from coolest.template.json import JSONSerializer
 
-    from twinlens.fit.imaging import simulate
-    from twinlens.fit.likelihood import FitImaging
-    from twinlens.fit.pixelised import Constant, Delaunay, Pixelization, Rectangular
-    from twinlens.fit.pixelised.source import source_on_grid
-    from twinlens.fit.psf import PSF
     from twinlens.grids import Grid2D
+    from twinlens.imaging.dataset import simulate
+    from twinlens.imaging.psf import PSF
+    from twinlens.inversion import Constant, Delaunay, Pixelization, Rectangular
+    from twinlens.inversion.source import source_on_grid
+    from twinlens.likelihood.imaging import FitImaging
 
     mass = (SIE((0.02, -0.01), (0.1, 0.05), 1.0), ExternalShear(0.02, -0.01))
     grid = Grid2D.uniform(24, 0.1, sub_size=2).circular_mask(1.1)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from astropy.io import fits
 
-from twinlens.fit.fits_io import read_image, write_image
+from twinlens.imaging.fits_io import read_image, write_image
 
 
 def _awkward_image() -> np.ndarray:
@@ -215,7 +215,7 @@ def test_write_rejects_bad_input(tmp_path, kwargs, match):
 
 def test_import_does_not_load_astropy():
     code = (
-        "import sys, twinlens, twinlens.fit.fits_io, twinlens.fit.noise; "
+        "import sys, twinlens, twinlens.imaging.fits_io, twinlens.imaging.noise; "
         "assert 'astropy' not in sys.modules, 'astropy imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -9,8 +9,8 @@ import pytest
 
 from twinlens import memo
 from twinlens.backend.concrete import batched
-from twinlens.fit import fused
-from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.lensing import fused
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import GaussianBasis, LinearSersic, MGELight, Sersic
 from twinlens.mass import MGE, SIE, ExternalShear, PowerLaw
 

@@ -32,13 +32,13 @@ import numpy as np
 import pytest
 
 from twinlens.backend import jax_runtime
-from twinlens.batch import ImagingLikelihood
-from twinlens.fit.imaging import simulate
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
 from twinlens.kernels import power_law as pl_kernels
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import Sersic
+from twinlens.likelihood import ImagingLikelihood
 from twinlens.mass import NFW, NIE, SIE, SIS, PowerLaw
 
 jax = jax_runtime.load()

@@ -291,8 +291,8 @@ def test_point_images_are_part_of_the_fingerprint(lens_folder):
     # a checkpoint of a fit without the quasar's images must not resume one with them
     import dataclasses
 
-    from twinlens.batch import ImagingLikelihood
-    from twinlens.fit.point_images import PointImages
+    from twinlens.imaging.point_images import PointImages
+    from twinlens.likelihood import ImagingLikelihood
 
     c = load_config(lens_folder / "fit.toml")
     plain = Objective.build(c.model, c.dataset, "numpy")

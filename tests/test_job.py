@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from twinlens import cli
-from twinlens.fit import fits_io
-from twinlens.fit.imaging import simulate
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging import fits_io
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
 from twinlens.job import example, run_fit
 from twinlens.job.config import ConfigError, load_config, parse_config
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import Sersic
 from twinlens.mass import SIE
 from twinlens.model import GaussianPrior, LogUniformPrior, UniformPrior
@@ -122,7 +122,7 @@ def test_the_example_configuration_is_the_truth_with_priors(tmp_path):
     assert masses == ["SIE", "ExternalShear"]  # no mass-to-light ridge in the example
     # the simulated data are the example tracer's image: the truth fits them to the noise
     tracer = config.model.instance(truth)
-    from twinlens.fit.likelihood import FitImaging
+    from twinlens.likelihood.imaging import FitImaging
 
     fit = FitImaging(config.dataset, tracer, "numba")
     n = config.dataset.mask_index.size

@@ -16,15 +16,15 @@ import scipy.optimize
 import scipy.signal
 import scipy.special
 
-from twinlens.fit import likelihood as likelihood_module
-from twinlens.fit import nnls
-from twinlens.fit.imaging import Imaging, simulate
-from twinlens.fit.likelihood import FitImaging, log_likelihood
-from twinlens.fit.nnls import nnls_gram
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import Imaging, simulate
+from twinlens.imaging.psf import PSF
+from twinlens.inversion import nnls
+from twinlens.inversion.nnls import nnls_gram
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import GaussianBasis, LinearSersic, Sersic
+from twinlens.likelihood import imaging as likelihood_module
+from twinlens.likelihood.imaging import FitImaging, log_likelihood
 from twinlens.mass import SIS
 
 BACKENDS = ("numpy", "numba", "jax")
@@ -190,7 +190,7 @@ def test_gaussian_basis_intensities_are_the_nnls_solution(backend):
     fit = FitImaging(dataset, tracer, backend)
     # reference: scipy's NNLS on the design matrix built column by column from unit images
     reference_fit = FitImaging(dataset, tracer, "numpy")
-    from twinlens.fit.likelihood import blurred_terms
+    from twinlens.lensing.blurred import blurred_terms
 
     terms = blurred_terms(tracer, dataset, "numpy")
     w = 1 / dataset.noise_map.reshape(-1)[dataset.mask_index]
@@ -271,8 +271,8 @@ def test_nnls_that_runs_out_of_steps_says_so(backend, n_problems, monkeypatch):
 def test_jax_nnls_that_runs_out_of_steps_is_counted_and_the_likelihood_warns(monkeypatch):
     # a compiled program cannot warn: the JAX solver counts the problems that ran out of
     # steps, and the likelihood's programs return the count and warn after the call
-    from twinlens.batch.likelihood import ImagingLikelihood, _jax_batch, _jax_single
-    from twinlens.fit.nnls import count_unconverged
+    from twinlens.inversion.nnls import count_unconverged
+    from twinlens.likelihood.batched import ImagingLikelihood, _jax_batch, _jax_single
 
     rng = np.random.default_rng(7)
     c = rng.normal(size=(3, 6, 40))

@@ -17,12 +17,12 @@ import pytest
 
 from twinlens import memo
 from twinlens.backend import jax_runtime
-from twinlens.batch import ImagingLikelihood
-from twinlens.fit.imaging import simulate
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import LinearSersic, MGELight, Sersic
+from twinlens.likelihood import ImagingLikelihood
 from twinlens.mass import SIE, Gaussian
 
 jax = jax_runtime.load()  # float64 on, as in every JAX test
@@ -480,7 +480,7 @@ def _n_eqns(jaxpr):
 
 
 def test_fixed_fields_fold_into_the_jax_program():
-    from twinlens.batch.likelihood import _jax_batch
+    from twinlens.likelihood.batched import _jax_batch
 
     like, control = _likelihoods()
     _jax_batch().clear_cache()  # trace afresh whatever ran before
@@ -562,7 +562,7 @@ def test_numba_likelihood_reads_the_stored_fields_across_batches():
 def test_a_concrete_tracer_stores_only_the_fields_asked_for_twice():
     # every value concrete: the tracer cannot tell fixed from free, so a field is stored at its
     # second request, and one whose parameter changes at every evaluation is never stored
-    from twinlens.fit.likelihood import FitImaging
+    from twinlens.likelihood.imaging import FitImaging
 
     like, _ = _likelihoods()
     vectors = _vectors(like, 3, seed=9)

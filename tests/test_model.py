@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import LinearSersic
 from twinlens.mass import SIE, ExternalShear
 from twinlens.model import (

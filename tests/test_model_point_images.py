@@ -12,21 +12,21 @@ import pytest
 from jax_loaded import jax_or_skip
 
 from twinlens.backend.concrete import batched
-from twinlens.batch.joint import JointLikelihood
-from twinlens.fit.imaging import Imaging, simulate
-from twinlens.fit.lens_equation import ImageSolver
-from twinlens.fit.point_images import PointImages, point_image, render
-from twinlens.fit.point_source_likelihood import (
+from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import Imaging, simulate
+from twinlens.imaging.point_images import PointImages, point_image, render
+from twinlens.imaging.psf import FWHM_PER_SIGMA, PSF
+from twinlens.lensing.lens_equation import ImageSolver
+from twinlens.lensing.tracer import Galaxy, Tracer
+from twinlens.light import LinearSersic, Sersic
+from twinlens.likelihood.joint import JointLikelihood
+from twinlens.likelihood.point_source import (
     PointSource,
     PointSourceData,
     PointSourceLikelihood,
     model_image_positions,
     model_images,
 )
-from twinlens.fit.psf import FWHM_PER_SIGMA, PSF
-from twinlens.fit.tracer import Galaxy, Tracer
-from twinlens.grids import Grid2D
-from twinlens.light import LinearSersic, Sersic
 from twinlens.mass import SIE, ExternalShear
 
 SCALE = 0.05

@@ -12,14 +12,14 @@ import pytest
 import scipy.optimize
 from jax_loaded import jax_or_skip
 
-from twinlens.fit.imaging import simulate
-from twinlens.fit.lens_equation import ImageSolver
-from twinlens.fit.likelihood import FitImaging
-from twinlens.fit.multiplane import MultiPlaneTracer, distance_ratios
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
+from twinlens.lensing.lens_equation import ImageSolver
+from twinlens.lensing.multiplane import MultiPlaneTracer, distance_ratios
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import Sersic
+from twinlens.likelihood.imaging import FitImaging
 from twinlens.mass import SIE, SIS, ExternalShear, MassSheet, PointMass, PowerLaw
 
 BACKENDS = ("numpy", "numba", "jax")
@@ -317,7 +317,7 @@ def test_fit_imaging_and_likelihood_with_a_multi_plane_tracer():
             float(FitImaging(data, tracer, "jax").log_likelihood), truth, rtol=1e-11
         )
 
-    from twinlens.batch.likelihood import ImagingLikelihood
+    from twinlens.likelihood.batched import ImagingLikelihood
 
     like = ImagingLikelihood(data, tracer, ("lenses[0].mass[0].einstein_radius",))
     values = like.batch(np.array([[0.8], [0.75], [0.85]]), backend="numba")
@@ -458,7 +458,7 @@ def test_public_name_is_lazy_and_the_docs_example_runs(capsys):
 
     code = (
         "import sys, twinlens\n"
-        "assert 'twinlens.fit.multiplane' not in sys.modules\n"
+        "assert 'twinlens.lensing.multiplane' not in sys.modules\n"
         "assert twinlens.MultiPlaneTracer.__name__ in twinlens.__all__\n"
         "assert 'jax' not in sys.modules and 'astropy.cosmology' not in sys.modules\n"
     )
@@ -475,7 +475,7 @@ def test_public_name_is_lazy_and_the_docs_example_runs(capsys):
 
 def test_one_plane_arrival_times_are_the_single_plane_ones():
     from twinlens import cosmology
-    from twinlens.fit.point_sources import arrival_times, time_delays
+    from twinlens.lensing.point_sources import arrival_times, time_delays
 
     cosmo = _cosmo(h0=67.0, om0=0.32)
     mass = (SIE(ell_comps=(0.1, 0.05), einstein_radius=1.2), ExternalShear(0.04, 0.01))
@@ -640,7 +640,7 @@ def test_arrival_times_backends_agree_and_jax_gradient(backend):
 
 
 def test_point_source_likelihood_delays_with_a_multi_plane_tracer():
-    from twinlens.fit.point_source_likelihood import PointSource, PointSourceData, model_delays
+    from twinlens.likelihood.point_source import PointSource, PointSourceData, model_delays
 
     tracer = _three_planes()
     source = np.array([0.05, 0.02])
@@ -658,7 +658,7 @@ def test_point_source_h0_rescales_the_multi_plane_delays_as_the_cosmology_does()
     # astropy's distances at the other H0, an independent computation of the delays
     from astropy.cosmology import FlatLambdaCDM
 
-    from twinlens.fit.point_source_likelihood import PointSource, PointSourceData, model_delays
+    from twinlens.likelihood.point_source import PointSource, PointSourceData, model_delays
 
     tracer = _three_planes()
     assert tracer.h0 == 70.0
@@ -687,7 +687,7 @@ def test_point_source_h0_rescales_the_multi_plane_delays_as_the_cosmology_does()
 
 
 def test_arrival_times_bad_input():
-    from twinlens.fit.point_sources import arrival_times, fermat_potential, time_delays
+    from twinlens.lensing.point_sources import arrival_times, fermat_potential, time_delays
 
     tracer = _three_planes()
     xy = _points(3)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from twinlens import convert
-from twinlens.fit.multiplane import MultiPlaneTracer
-from twinlens.fit.tracer import Galaxy
+from twinlens.lensing.multiplane import MultiPlaneTracer
+from twinlens.lensing.tracer import Galaxy
 from twinlens.mass import SIE, ExternalShear, PowerLaw
 
 pytestmark = pytest.mark.peers
@@ -108,7 +108,7 @@ def test_time_delays_match_lenstronomy_multiplane():
     from lenstronomy.Util import constants
 
     from twinlens import cosmology
-    from twinlens.fit.lens_equation import ImageSolver
+    from twinlens.lensing.lens_equation import ImageSolver
 
     # lenstronomy's Mpc is the IAU value to 9 digits (4.8e-10 below ours): compare in its unit
     mpc_ratio = constants.Mpc / cosmology.MPC_M

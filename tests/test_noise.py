@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from twinlens.fit.noise import add_noise, gaussian_noise
+from twinlens.imaging.noise import add_noise, gaussian_noise
 
 N_SIDE = 1000  # 1e6 pixels: standard errors ~1e-3 of the quantities tested
 # 5 standard errors: the seed is fixed, so the test is deterministic; a 5-sigma margin means

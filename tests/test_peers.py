@@ -172,12 +172,12 @@ def test_imaging_chi_squared_matches_lenstronomy(backend):
     """W5 in miniature: an EPL at slope 2 (lenstronomy's SIE carries a 1e-10" core) plus shear,
     a Sersic source solved linearly, an asymmetric PSF; lenstronomy's log-likelihood is
     -chi^2 / 2 with a given noise map."""
-    from twinlens.fit.imaging import Imaging
-    from twinlens.fit.likelihood import FitImaging
-    from twinlens.fit.psf import PSF
-    from twinlens.fit.tracer import Galaxy, Tracer
     from twinlens.grids import Grid2D
+    from twinlens.imaging.dataset import Imaging
+    from twinlens.imaging.psf import PSF
+    from twinlens.lensing.tracer import Galaxy, Tracer
     from twinlens.light import LinearSersic
+    from twinlens.likelihood.imaging import FitImaging
 
     shape, scale, sub = (40, 40), 0.05, 3  # lenstronomy's linear solve needs a square image
     rng = np.random.default_rng(9)

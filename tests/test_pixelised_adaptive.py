@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 from pixelised_cases import lens_tracer, small_dataset
 
-from twinlens.fit.pixelised import (
+from twinlens.inversion import (
     Constant,
     FitPixelised,
     Pixelization,
     Rectangular,
     RectangularAdaptDensity,
 )
-from twinlens.fit.pixelised.interpolation import lattice_weights
-from twinlens.fit.pixelised.meshes import quantile_edges
+from twinlens.inversion.interpolation import lattice_weights
+from twinlens.inversion.meshes import quantile_edges
 
 
 def _cell_counts(values, edges):
@@ -102,7 +102,7 @@ def test_lattice_weights_reproduce_bilinear_functions_on_uneven_edges():
 def test_source_on_grid_follows_the_uneven_lattice():
     from scipy.interpolate import RegularGridInterpolator
 
-    from twinlens.fit.pixelised.source import source_on_grid
+    from twinlens.inversion.source import source_on_grid
 
     fit = FitPixelised(
         small_dataset(), lens_tracer(), Pixelization(RectangularAdaptDensity((8, 9)), Constant(1.0))
@@ -204,10 +204,10 @@ def _weighted_quantiles(values, weights, n):
 
 
 def _oversampled_dataset(adaptive):
-    from twinlens.fit.imaging import simulate
-    from twinlens.fit.psf import PSF
-    from twinlens.fit.tracer import Galaxy, Tracer
     from twinlens.grids import Grid2D
+    from twinlens.imaging.dataset import simulate
+    from twinlens.imaging.psf import PSF
+    from twinlens.lensing.tracer import Galaxy, Tracer
     from twinlens.light import GaussianLight
 
     grid = Grid2D.uniform(24, 0.12, sub_size=4).circular_mask(1.5)
@@ -219,7 +219,7 @@ def _oversampled_dataset(adaptive):
 
 
 def test_adaptive_edges_are_area_weighted_quantiles_on_an_oversampled_grid():
-    from twinlens.fit.pixelised.mapping import MaskedLayout
+    from twinlens.inversion.mapping import MaskedLayout
 
     dataset = _oversampled_dataset(adaptive=True)
     layout = MaskedLayout(dataset).layout

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from pixelised_cases import lens_tracer, small_dataset
 
-from twinlens.fit.pixelised import (
+from twinlens.inversion import (
     AdaptiveBrightness,
     Constant,
     Curvature,
@@ -53,7 +53,7 @@ def test_adaptive_brightness_agrees_across_backends():
     dataset = small_dataset()
     tracer = lens_tracer()
     first = FitPixelised(dataset, tracer, Pixelization(Delaunay((10, 10)), Constant(1.0)), "numpy")
-    from twinlens.fit.pixelised import adaptive_weights
+    from twinlens.inversion import adaptive_weights
 
     weights = adaptive_weights(first.reconstruction, inner=0.5, outer=3.0)
     pix = Pixelization(Delaunay((10, 10)), AdaptiveBrightness(2.0, weights))
@@ -125,10 +125,10 @@ def test_jax_gradients_finite_where_sub_pixels_sit_on_vertices():
     undeflected sub-pixels that share their x and y, has quantile edges on points and cells
     of zero width."""
     jax = _jax()
-    from twinlens.fit.imaging import Imaging
-    from twinlens.fit.psf import PSF
-    from twinlens.fit.tracer import Galaxy, Tracer
     from twinlens.grids import Grid2D
+    from twinlens.imaging.dataset import Imaging
+    from twinlens.imaging.psf import PSF
+    from twinlens.lensing.tracer import Galaxy, Tracer
     from twinlens.mass import ExternalShear
 
     grid = Grid2D.uniform(12, 0.1, sub_size=1).circular_mask(0.55)

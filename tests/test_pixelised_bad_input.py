@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from pixelised_cases import lens_tracer, small_dataset
 
-from twinlens.fit.pixelised import (
+from twinlens.inversion import (
     AdaptiveBrightness,
     Constant,
     Curvature,
@@ -18,8 +18,8 @@ from twinlens.fit.pixelised import (
     Rectangular,
     log_evidence,
 )
-from twinlens.fit.pixelised.inversion import solve
-from twinlens.fit.pixelised.triangulation import STATUS_DEGENERATE, STATUS_EMPTY, topology
+from twinlens.inversion.solve import solve
+from twinlens.inversion.triangulation import STATUS_DEGENERATE, STATUS_EMPTY, topology
 
 
 def test_coincident_vertices_are_refused_at_construction():
@@ -69,8 +69,8 @@ def test_configuration_errors_name_the_parameter():
     pix = Pixelization(Rectangular((5, 5)), AdaptiveBrightness(1.0, np.ones(7)))
     with pytest.raises(ValueError, match=r"has 7 values but the mesh has 25"):
         log_evidence(lens_tracer(), dataset, pix, "numpy")
-    from twinlens.fit.imaging import Imaging
     from twinlens.grids import Grid2D
+    from twinlens.imaging.dataset import Imaging
 
     diagonal = np.zeros((24, 24), dtype=bool)
     diagonal[10, 10] = diagonal[11, 11] = True  # the 2 x 2 overlay puts 2 points in the mask
@@ -78,7 +78,7 @@ def test_configuration_errors_name_the_parameter():
     tiny = Imaging(dataset.data, dataset.noise_map, dataset.psf, grid)
     with pytest.raises(ValueError, match=r"Delaunay.shape=\(2, 2\) places 2 vertices"):
         FitPixelised(tiny, lens_tracer(), Pixelization(Delaunay((2, 2)), Constant(1.0)))
-    from twinlens.fit.tracer import Galaxy, Tracer
+    from twinlens.lensing.tracer import Galaxy, Tracer
     from twinlens.light import Sersic
 
     with_light = Tracer(Galaxy(light=Sersic()))
@@ -89,7 +89,7 @@ def test_configuration_errors_name_the_parameter():
 def test_no_traced_sub_pixel_inside_the_mesh(caplog):
     vertices = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     points = np.array([[5.0, 5.0], [6.0, 5.0]])
-    with caplog.at_level(logging.WARNING, logger="twinlens.fit.pixelised"):
+    with caplog.at_level(logging.WARNING, logger="twinlens.inversion"):
         top = topology(vertices, points)
     assert top.status == STATUS_EMPTY
     assert "no traced sub-pixel" in caplog.text
@@ -100,7 +100,7 @@ def test_collapsed_source_plane_gives_minus_inf_on_every_backend(caplog):
     """A lens that sends every ray to one point (a point mass is not that; a deflection equal to
     the position is): here an external convergence of exactly 1 (mass sheet), so the mesh
     has no area."""
-    from twinlens.fit.tracer import Galaxy, Tracer
+    from twinlens.lensing.tracer import Galaxy, Tracer
     from twinlens.mass import MassSheet
 
     dataset = small_dataset()
@@ -108,7 +108,7 @@ def test_collapsed_source_plane_gives_minus_inf_on_every_backend(caplog):
     for mesh in (Rectangular((5, 5)), Delaunay((8, 8))):
         pix = Pixelization(mesh, Constant(1.0))
         for backend in ("numpy", "numba", "jax"):
-            with caplog.at_level(logging.WARNING, logger="twinlens.fit.pixelised"):
+            with caplog.at_level(logging.WARNING, logger="twinlens.inversion"):
                 value = float(log_evidence(sheet, dataset, pix, backend))
             assert value == -math.inf, (mesh, backend)
     assert "log-evidence is -inf" in caplog.text
@@ -119,7 +119,7 @@ def test_singular_matrix_gives_minus_inf_not_nan(caplog):
     data = np.ones(4)
     noise = np.ones(4)
     singular = np.array([[1.0, 1.0], [1.0, 1.0]]) * -1.0  # not positive definite
-    with caplog.at_level(logging.WARNING, logger="twinlens.fit.pixelised"):
+    with caplog.at_level(logging.WARNING, logger="twinlens.inversion"):
         terms = solve(b, data, noise, singular)
     assert terms.log_evidence == -math.inf
     assert "not positive definite" in caplog.text

@@ -19,7 +19,7 @@ from scipy.signal import convolve2d
 from scipy.spatial import ConvexHull
 from scipy.spatial import Delaunay as ScipyDelaunay
 
-from twinlens.fit.pixelised import (
+from twinlens.inversion import (
     AdaptiveBrightness,
     Constant,
     Curvature,
@@ -29,7 +29,7 @@ from twinlens.fit.pixelised import (
     Rectangular,
     RectangularAdaptDensity,
 )
-from twinlens.fit.pixelised.border import border_mask, relocate
+from twinlens.inversion.border import border_mask, relocate
 
 EPS = 1e-8  # the regularisation matrix's diagonal term (autolens' convention)
 
@@ -226,8 +226,8 @@ def _relocate_loop(points, border):
 
 
 def test_border_and_relocation():
-    from twinlens.fit.pixelised import loops
     from twinlens.grids import Grid2D
+    from twinlens.inversion import loops
 
     annulus = Grid2D.uniform(20, 0.1).annular_mask(0.3, 0.8).used
     edge = border_mask(annulus)
@@ -275,7 +275,7 @@ def test_border_and_relocation():
 
 def test_relocation_breaks_a_tie_for_the_nearest_border_point_alike_on_every_backend():
     from twinlens.backend import jax_runtime
-    from twinlens.fit.pixelised import loops
+    from twinlens.inversion import loops
 
     # (1.5, 1.5) is sqrt(2.5) from border points 0 and 1 (exactly, in binary): the first wins,
     # as numpy's argmin in the loop; their radii (2 and 1) move the point to different places
@@ -295,7 +295,7 @@ def test_relocation_breaks_a_tie_for_the_nearest_border_point_alike_on_every_bac
 @pytest.mark.parametrize("n", [5, 255, 1001])
 def test_gram_from_its_upper_blocks_is_the_full_product(n):
     from twinlens.backend import jax_runtime
-    from twinlens.fit.pixelised.inversion import GRAM_MIN_BLOCK, gram
+    from twinlens.inversion.solve import GRAM_MIN_BLOCK, gram
 
     jnp = jax_runtime.load().numpy
     rows = np.random.default_rng(n).normal(size=(n, 37))
@@ -317,8 +317,8 @@ def test_lattice_log_det_is_the_exact_determinant(shape, lam, curvature):
     diagonal)."""
     import mpmath
 
-    from twinlens.fit.pixelised.meshes import _lattice
-    from twinlens.fit.pixelised.regularization import (
+    from twinlens.inversion.meshes import _lattice
+    from twinlens.inversion.regularization import (
         EPSILON,
         curvature_matrix,
         gradient_matrix,
@@ -353,7 +353,7 @@ def test_nearest_index_does_not_depend_on_the_minimum_being_recomputed_bit_for_b
     roundings of it, not the last index (which moved such a point by the wrong border
     point)."""
     from twinlens.backend import jax_runtime
-    from twinlens.fit.pixelised.border import lowest_index_at_min
+    from twinlens.inversion.border import lowest_index_at_min
 
     jnp = jax_runtime.load().numpy
     d2 = np.array([[4.0, 1.0, 3.0, 1.0], [2.0, 5.0, 0.5, 9.0], [np.nan] * 4])

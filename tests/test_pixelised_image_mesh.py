@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from pixelised_cases import lens_tracer, small_dataset
 
-from twinlens.fit.pixelised import Constant, Delaunay, Pixelization, log_evidence
-from twinlens.fit.pixelised.image_mesh import brightness_weights, kmeans_vertices
-from twinlens.fit.pixelised.meshes import overlay_points
 from twinlens.grids import Grid2D
+from twinlens.inversion import Constant, Delaunay, Pixelization, log_evidence
+from twinlens.inversion.image_mesh import brightness_weights, kmeans_vertices
+from twinlens.inversion.meshes import overlay_points
 
 
 def _two_level_grid(faint):

@@ -8,12 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.spatial import Delaunay as ScipyDelaunay
 
-from twinlens.fit.pixelised.interpolation import (
+from twinlens.inversion.interpolation import (
     barycentric_point,
     delaunay_weights,
     lattice_weights,
 )
-from twinlens.fit.pixelised.triangulation import topology
+from twinlens.inversion.triangulation import topology
 
 coords = st.floats(-3.0, 3.0, allow_nan=False)
 

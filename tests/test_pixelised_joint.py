@@ -15,9 +15,10 @@ from pixelised_cases import LENS, irregular_source, lens_tracer
 from scipy.signal import convolve2d
 from test_pixelised_evidence import EPS, _reg_structure, reference_columns
 
-from twinlens.fit.imaging import simulate
-from twinlens.fit.likelihood import FitImaging
-from twinlens.fit.pixelised import (
+from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
+from twinlens.inversion import (
     Constant,
     Delaunay,
     FitPixelised,
@@ -25,10 +26,9 @@ from twinlens.fit.pixelised import (
     RectangularAdaptDensity,
     log_evidence,
 )
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
-from twinlens.grids import Grid2D
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import GaussianLight, LinearGaussian, LinearSersic, Sersic
+from twinlens.likelihood.imaging import FitImaging
 
 LENS_SERSIC = dict(
     centre=(0.0, 0.0), ell_comps=(0.05, 0.03), effective_radius=0.6, sersic_index=2.5
@@ -291,7 +291,7 @@ def test_reconstruction_errors_are_marginal_over_the_lens_light():
     """With linear lens light the source's errors are the source block of the inverse of the
     whole regularised system (marginal over the intensities), not the inverse of the source
     block (conditional on them): checked against the dense reference system."""
-    from twinlens.fit.pixelised.source import reconstruction_errors
+    from twinlens.inversion.source import reconstruction_errors
 
     dataset = _dataset()
     mesh = Delaunay((9, 9))

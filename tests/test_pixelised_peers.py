@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from pixelised_cases import lens_tracer, small_dataset
 
-from twinlens.fit.pixelised import Constant, Delaunay, FitPixelised, Pixelization
-from twinlens.fit.pixelised import fit as pixfit
-from twinlens.fit.pixelised.mapping import mapping_matrix
+from twinlens.inversion import Constant, Delaunay, FitPixelised, Pixelization
+from twinlens.inversion import fit as pixfit
+from twinlens.inversion.mapping import mapping_matrix
 
 pytestmark = pytest.mark.peers
 

@@ -8,7 +8,7 @@ from pixelised_cases import lens_tracer, small_dataset
 from scipy.optimize import nnls
 from test_pixelised_evidence import EPS, _reg_structure, reference_columns
 
-from twinlens.fit.pixelised import Constant, Delaunay, FitPixelised, Pixelization, log_evidence
+from twinlens.inversion import Constant, Delaunay, FitPixelised, Pixelization, log_evidence
 
 MESH = Delaunay((7, 7))
 

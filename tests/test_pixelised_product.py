@@ -15,11 +15,11 @@ import tomllib
 import numpy as np
 import pytest
 
-from twinlens.batch import ImagingLikelihood
-from twinlens.fit import fits_io
-from twinlens.fit.imaging import Imaging, simulate
-from twinlens.fit.likelihood import FitImaging
-from twinlens.fit.pixelised import (
+from twinlens.grids import Grid2D
+from twinlens.imaging import fits_io
+from twinlens.imaging.dataset import Imaging, simulate
+from twinlens.imaging.psf import PSF
+from twinlens.inversion import (
     Constant,
     Curvature,
     Delaunay,
@@ -29,16 +29,16 @@ from twinlens.fit.pixelised import (
     RectangularAdaptDensity,
     log_evidence,
 )
-from twinlens.fit.pixelised.source import (
+from twinlens.inversion.source import (
     _host_matrices,
     reconstruction_errors,
     source_on_grid,
 )
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
-from twinlens.grids import Grid2D
 from twinlens.job.config import ConfigError, parse_config
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import GaussianLight, LinearSersic, Sersic
+from twinlens.likelihood import ImagingLikelihood
+from twinlens.likelihood.imaging import FitImaging
 from twinlens.mass import SIE, ExternalShear
 
 MASS = (SIE((0.02, -0.01), (0.1, 0.05), 1.0), ExternalShear(0.02, -0.01))
@@ -395,7 +395,7 @@ def _kmeans_toml(tmp_path, dataset, mesh: str) -> str:
 
 
 def test_config_kmeans_mesh_clusters_on_the_data_or_an_image(tmp_path, dataset):
-    from twinlens.fit.pixelised import kmeans_vertices
+    from twinlens.inversion import kmeans_vertices
 
     text = _kmeans_toml(
         tmp_path, dataset, 'mesh = {type = "Delaunay", n_vertices = 40, brightness = "data"}'

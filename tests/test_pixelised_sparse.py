@@ -7,11 +7,11 @@ import pytest
 from pixelised_cases import lens_tracer, small_dataset
 from scipy.signal import convolve2d
 
-from twinlens.fit.imaging import Imaging
-from twinlens.fit.pixelised import Delaunay, Rectangular
-from twinlens.fit.pixelised import fit as pixfit
-from twinlens.fit.pixelised.border import relocate
-from twinlens.fit.pixelised.mapping import MaskedLayout, sparse_blurred
+from twinlens.imaging.dataset import Imaging
+from twinlens.inversion import Delaunay, Rectangular
+from twinlens.inversion import fit as pixfit
+from twinlens.inversion.border import relocate
+from twinlens.inversion.mapping import MaskedLayout, sparse_blurred
 
 
 def _dataset():

@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from twinlens.batch import ImagingLikelihood
-from twinlens.fit.imaging import Imaging, simulate
-from twinlens.fit.likelihood import FitImaging
-from twinlens.fit.point_images import PointImages, point_image
-from twinlens.fit.psf import FWHM_PER_SIGMA, PSF, convolve
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import Imaging, simulate
+from twinlens.imaging.point_images import PointImages, point_image
+from twinlens.imaging.psf import FWHM_PER_SIGMA, PSF, convolve
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import LinearSersic, Sersic
+from twinlens.likelihood import ImagingLikelihood
+from twinlens.likelihood.imaging import FitImaging
 from twinlens.mass import SIE
 
 SCALE = 0.05
@@ -158,7 +158,7 @@ def test_a_point_image_the_fit_cannot_see_is_refused_not_given_zero_flux(quasar)
 def test_point_images_beside_a_pixelised_source_are_refused():
     from pixelised_cases import lens_tracer, small_dataset
 
-    from twinlens.fit.pixelised import Constant, Pixelization, Rectangular
+    from twinlens.inversion import Constant, Pixelization, Rectangular
 
     pixelised = Tracer(
         lens_tracer().lenses[0], Galaxy(light=Pixelization(Rectangular((6, 6)), Constant(1.0)))

@@ -9,9 +9,9 @@ import pytest
 from jax_loaded import jax_or_skip
 
 from twinlens import Galaxy, Tracer
-from twinlens.batch.joint import JointLikelihood
-from twinlens.fit.lens_equation import ImageSolver
-from twinlens.fit.point_source_likelihood import (
+from twinlens.lensing.lens_equation import ImageSolver
+from twinlens.likelihood.joint import JointLikelihood
+from twinlens.likelihood.point_source import (
     PointSource,
     PointSourceData,
     PointSourceLikelihood,
@@ -311,7 +311,7 @@ def test_multi_plane_source_plane_and_flux_terms_use_the_full_jacobian():
     """A multi-plane lens's A = I - H is not symmetric: the source-plane chi^2 and the
     magnifications must use all four entries (reference: numpy's inverse of A, with A from
     central differences of the ray-shooting map, not from the tracer's hessian)."""
-    from twinlens.fit.multiplane import MultiPlaneTracer
+    from twinlens.lensing.multiplane import MultiPlaneTracer
     from twinlens.mass import SIE
 
     main = Galaxy(mass=SIE(centre=(0.0, 0.0), ell_comps=(0.1, -0.05), einstein_radius=1.0))

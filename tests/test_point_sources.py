@@ -12,8 +12,8 @@ from scipy.integrate import quad
 from scipy.optimize import brentq
 
 from twinlens import Galaxy, Tracer, cosmology
-from twinlens.fit.lens_equation import ImageSolver, solve_lens_equation
-from twinlens.fit.point_sources import arrival_times, fermat_potential, time_delays
+from twinlens.lensing.lens_equation import ImageSolver, solve_lens_equation
+from twinlens.lensing.point_sources import arrival_times, fermat_potential, time_delays
 from twinlens.mass import SIE, SIS, ExternalShear
 
 # -- cosmology --------------------------------------------------------------------------------
@@ -319,7 +319,7 @@ def test_numba_and_jax_agree():
 
 def test_jax_step_width_changes_nothing_but_the_schedule():
     jax = jax_or_skip()
-    from twinlens.fit.lens_equation import ACCELERATOR_BATCH, CPU_BATCH, jax_batch_size
+    from twinlens.lensing.lens_equation import ACCELERATOR_BATCH, CPU_BATCH, jax_batch_size
 
     on_cpu = jax.default_backend() == "cpu"
     assert jax_batch_size(ImageSolver()) == (CPU_BATCH if on_cpu else ACCELERATOR_BATCH)
@@ -390,7 +390,7 @@ def test_point_source_names_are_public_and_lazy():
 
     code = (
         "import sys, twinlens\n"
-        "assert 'twinlens.fit.lens_equation' not in sys.modules\n"
+        "assert 'twinlens.lensing.lens_equation' not in sys.modules\n"
         "names = [twinlens.ImageSolver, twinlens.Images, twinlens.solve_lens_equation,\n"
         "         twinlens.fermat_potential, twinlens.arrival_times, twinlens.time_delays,\n"
         "         twinlens.lens_distances, twinlens.time_delay_distance,\n"

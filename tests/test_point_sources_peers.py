@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from twinlens import Galaxy, Tracer, convert, cosmology
-from twinlens.fit.lens_equation import ImageSolver
-from twinlens.fit.point_sources import fermat_potential, time_delays
+from twinlens.lensing.lens_equation import ImageSolver
+from twinlens.lensing.point_sources import fermat_potential, time_delays
 from twinlens.mass import ExternalShear, PowerLaw
 
 pytestmark = pytest.mark.peers

@@ -14,7 +14,7 @@ import pytest
 from scipy import ndimage, signal
 
 from twinlens.backend import jax_runtime
-from twinlens.fit.psf import (
+from twinlens.imaging.psf import (
     DIRECT_MAX_TAPS,
     FWHM_PER_SIGMA,
     PSF,

@@ -17,10 +17,10 @@ from twinlens.backend import numba_runtime
 # compiled again at that first real call, outside the filter, and printed the warnings.
 SCRIPT = """
 import numpy as np
-from twinlens.fit.imaging import simulate
-from twinlens.fit.likelihood import FitImaging
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.imaging.dataset import simulate
+from twinlens.likelihood.imaging import FitImaging
+from twinlens.imaging.psf import PSF
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
 from twinlens.light import Sersic
 from twinlens.mass import SIE

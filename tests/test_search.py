@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from twinlens.batch import ImagingLikelihood
+from twinlens.likelihood import ImagingLikelihood
 from twinlens.model import GaussianPrior, Model, UniformPrior
 from twinlens.search import (
     NUTS,
@@ -352,10 +352,10 @@ THETA_E, R_EFF = 0.6, 0.2
 
 @pytest.fixture(scope="module")
 def imaging():
-    from twinlens.fit.imaging import simulate
-    from twinlens.fit.psf import PSF
-    from twinlens.fit.tracer import Galaxy, Tracer
     from twinlens.grids import Grid2D
+    from twinlens.imaging.dataset import simulate
+    from twinlens.imaging.psf import PSF
+    from twinlens.lensing.tracer import Galaxy, Tracer
     from twinlens.light import LinearSersic, Sersic
     from twinlens.mass import SIE
 
@@ -515,8 +515,8 @@ def test_gradient_searches_report_a_linear_solve_that_ran_out_of_steps(
     # the optimiser's and the sampler's own programs cannot warn; the optima's and the
     # samples' log L come from the objective's batch, whose programs count the solves that ran
     # out of steps and warn
-    from twinlens.batch.likelihood import _jax_batch, _jax_single
-    from twinlens.fit import nnls
+    from twinlens.inversion import nnls
+    from twinlens.likelihood.batched import _jax_batch, _jax_single
 
     model, dataset = imaging
     objective = Objective.build(model, dataset, "jax")

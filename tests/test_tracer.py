@@ -1,4 +1,4 @@
-"""Galaxy and Tracer (twinlens.fit.tracer): ray tracing through one lens plane against closed
+"""Galaxy and Tracer (twinlens.lensing.tracer): ray tracing through one lens plane against closed
 forms (SIS, SIE, external shear), the image as lens light at theta plus source light at beta,
 magnification, and the bookkeeping of linear light profiles."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from twinlens.backend import BACKENDS, jax_runtime
-from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import (
     CoreSersic,
     Exponential,

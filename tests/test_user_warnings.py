@@ -7,12 +7,12 @@ import warnings
 import numpy as np
 import pytest
 
-from twinlens.fit.imaging import Imaging
-from twinlens.fit.likelihood import FitImaging
-from twinlens.fit.point_images import PointImages
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import Imaging
+from twinlens.imaging.point_images import PointImages
+from twinlens.imaging.psf import PSF
+from twinlens.lensing.tracer import Galaxy, Tracer
+from twinlens.likelihood.imaging import FitImaging
 from twinlens.mass import SIE
 from twinlens.user_warnings import warn_user
 
@@ -48,7 +48,7 @@ def test_a_fit_with_an_undersampled_psf_warns_at_the_fits_line():
 def test_a_warning_raised_in_generated_code_points_past_it():
     # a dataclass's generated __init__ has no file ("<string>") but runs in its class's module
     # (e.g. a likelihood whose __post_init__ checks the PSF): made here the same way
-    import twinlens.fit.point_images as module
+    import twinlens.imaging.point_images as module
 
     namespace: dict = {}
     source = "def __init__(psf):\n    _warn_if_undersampled(psf)\n"
@@ -63,7 +63,7 @@ def test_a_warning_under_a_cached_property_points_past_functools():
     # functools.cached_property's __get__ is a Python frame between the user's line and ours
     import functools
 
-    import twinlens.fit.point_images as module
+    import twinlens.imaging.point_images as module
 
     namespace: dict = {}
     source = (

@@ -9,13 +9,13 @@ import tempfile
 
 import numpy as np
 
-from twinlens.batch import ImagingLikelihood
-from twinlens.fit.imaging import Imaging, simulate
-from twinlens.fit.likelihood import FitImaging
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import Imaging, simulate
+from twinlens.imaging.psf import PSF
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import LinearSersic, Sersic
+from twinlens.likelihood import ImagingLikelihood
+from twinlens.likelihood.imaging import FitImaging
 from twinlens.mass import SIE, ExternalShear
 
 

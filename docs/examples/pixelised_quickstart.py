@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from twinlens.fit.imaging import simulate
-from twinlens.fit.pixelised import Constant, Delaunay, FitPixelised, Pixelization
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
+from twinlens.inversion import Constant, Delaunay, FitPixelised, Pixelization
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import GaussianLight, Sersic
 from twinlens.mass import SIE, ExternalShear
 

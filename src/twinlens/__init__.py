@@ -20,20 +20,20 @@ __version__ = "0.1.0"
 _LAZY = {
     "Grid2D": "twinlens.grids",
     "Grid2DIrregular": "twinlens.grids",
-    "PSF": "twinlens.fit.psf",
-    "Imaging": "twinlens.fit.imaging",
-    "simulate": "twinlens.fit.imaging",
-    "Galaxy": "twinlens.fit.tracer",
-    "Tracer": "twinlens.fit.tracer",
-    "MultiPlaneTracer": "twinlens.fit.multiplane",
-    "FitImaging": "twinlens.fit.likelihood",
-    "ImagingLikelihood": "twinlens.batch.likelihood",
-    "ImageSolver": "twinlens.fit.lens_equation",
-    "Images": "twinlens.fit.lens_equation",
-    "solve_lens_equation": "twinlens.fit.lens_equation",
-    "fermat_potential": "twinlens.fit.point_sources",
-    "arrival_times": "twinlens.fit.point_sources",
-    "time_delays": "twinlens.fit.point_sources",
+    "PSF": "twinlens.imaging.psf",
+    "Imaging": "twinlens.imaging.dataset",
+    "simulate": "twinlens.imaging.dataset",
+    "Galaxy": "twinlens.lensing.tracer",
+    "Tracer": "twinlens.lensing.tracer",
+    "MultiPlaneTracer": "twinlens.lensing.multiplane",
+    "FitImaging": "twinlens.likelihood.imaging",
+    "ImagingLikelihood": "twinlens.likelihood.batched",
+    "ImageSolver": "twinlens.lensing.lens_equation",
+    "Images": "twinlens.lensing.lens_equation",
+    "solve_lens_equation": "twinlens.lensing.lens_equation",
+    "fermat_potential": "twinlens.lensing.point_sources",
+    "arrival_times": "twinlens.lensing.point_sources",
+    "time_delays": "twinlens.lensing.point_sources",
     "lens_distances": "twinlens.cosmology",
     "time_delay_distance": "twinlens.cosmology",
 }
@@ -41,7 +41,8 @@ _LAZY = {
 
 # subpackages reachable as attributes (``twinlens.mass.SIE``) without importing them by hand
 _SUBMODULES = frozenset(
-    {"mass", "light", "special", "convert", "export", "kernels", "grids", "fit", "batch", "memo"}
+    {"mass", "light", "special", "convert", "export", "kernels", "grids", "memo"}
+    | {"imaging", "lensing", "inversion", "likelihood"}
     | {"model", "search", "catalogue", "cosmology"}
 )
 

@@ -4,8 +4,9 @@ A lens at redshift ``z_lens`` and a source at ``z_source`` have angular-diameter
 ``D_d`` (observer to lens), ``D_s`` (observer to source) and ``D_ds`` (lens to source), and the
 time-delay distance ``D_dt = (1 + z_lens) D_d D_s / D_ds``. An image at ``theta`` of a source
 at ``beta`` arrives at ``t = D_dt / c * phi(theta)``, with the Fermat potential
-``phi = |theta - beta|^2 / 2 - psi(theta)`` (:func:`twinlens.fit.point_sources.fermat_potential`);
-only differences of arrival times are observable.
+``phi = |theta - beta|^2 / 2 - psi(theta)``
+(:func:`twinlens.lensing.point_sources.fermat_potential`); only differences of arrival
+times are observable.
 
 The default cosmology is flat LambdaCDM with ``H0 = 70`` km/s/Mpc and ``Omega_m = 0.3``; any
 ``astropy.cosmology`` instance is accepted. astropy is imported on first use, so importing

@@ -1,6 +1,6 @@
 """Lens models to and from COOLEST, the lensing community's standard JSON format.
 
-:func:`to_coolest` writes a :class:`~twinlens.fit.tracer.Tracer` (point estimates, optionally
+:func:`to_coolest` writes a :class:`~twinlens.lensing.tracer.Tracer` (point estimates, optionally
 posterior statistics, and the dataset it was fitted to) as a COOLEST template;
 :func:`from_coolest` reads the point estimates of one back into a tracer. Both need the
 ``coolest`` package (``pip install "twinlens[fit]"``), imported only when they are called.
@@ -58,7 +58,7 @@ mass; a light-only galaxy is a lens-plane galaxy if its redshift is at most the 
 lens's, and otherwise (or with no redshifts) a source. Each galaxy read back carries its
 entity's redshift (``Galaxy.redshift``). A file written here records the tracer's class
 (``meta["twinlens"]["tracer"]``) and, for a
-:class:`~twinlens.fit.multiplane.MultiPlaneTracer`, its flat LambdaCDM cosmology in COOLEST's
+:class:`~twinlens.lensing.multiplane.MultiPlaneTracer`, its flat LambdaCDM cosmology in COOLEST's
 ``cosmology``, and reads back as that class; in another file, lenses at more than one redshift
 make a multi-plane tracer whose ``z_source`` is the sources' (they must share one), on the
 file's cosmology or the default one.
@@ -75,14 +75,14 @@ parameter of ours reaches is marked ``fixed``, except a solved amplitude ``I_eff
 
 Pixelised sources
 -----------------
-A source galaxy's :class:`~twinlens.fit.pixelised.Pixelization` is written from its solved
+A source galaxy's :class:`~twinlens.inversion.Pixelization` is written from its solved
 reconstruction (the ``reconstruction`` argument) as COOLEST's ``PixelatedRegularGrid`` (a uniform
 rectangular mesh) or ``IrregularGrid`` (any other mesh), its values in a FITS file next to the
 JSON; :func:`from_coolest` skips such a light profile, with a warning.
 
 Observation
 -----------
-With ``dataset`` (an :class:`~twinlens.fit.imaging.Imaging`), the data, noise map, PSF kernel
+With ``dataset`` (an :class:`~twinlens.imaging.dataset.Imaging`), the data, noise map, PSF kernel
 and (if any) mask are written as FITS files next to the JSON (``<name>_data.fits``,
 ``<name>_noise_map.fits``, ``<name>_psf.fits``, ``<name>_mask.fits``, replacing existing
 ones), rows in our order (row 0 at the bottom, as COOLEST reads them). The observation's field
@@ -107,9 +107,9 @@ from typing import Any
 
 import numpy as np
 
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity, ellipticity_from_axis_ratio
 from twinlens.kernels.light import sersic_b, sersic_b_capaccioli, sersic_with_other_b
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.messages import shown
 from twinlens.model.paths import get_path
 from twinlens.model.priors import GaussianPrior, Prior, UniformPrior
@@ -591,8 +591,8 @@ def _observation(lazy: Any, dataset: Any, out: Path) -> tuple[Any, Any, Any, dic
         )
         instrument = lazy.Instrument(pixel_size=_PLACEHOLDER_PIXEL_SIZE)
         return lazy.Observation(), instrument, None, {"observation": note}
-    from twinlens.fit import fits_io
-    from twinlens.fit.imaging import Imaging
+    from twinlens.imaging import fits_io
+    from twinlens.imaging.dataset import Imaging
 
     if not isinstance(dataset, Imaging):
         raise TypeError(f"dataset must be an Imaging, got {type(dataset).__name__}")
@@ -710,15 +710,15 @@ def to_coolest(
         (and list them in the metadata), or raise ``ValueError``.
     reconstruction : optional
         The solved pixelised source of a tracer with a
-        :class:`~twinlens.fit.pixelised.Pixelization` (``FitImaging(...).pixelised``, or a
-        :class:`~twinlens.fit.pixelised.FitPixelised`); required for such a tracer (one
+        :class:`~twinlens.inversion.Pixelization` (``FitImaging(...).pixelised``, or a
+        :class:`~twinlens.inversion.FitPixelised`); required for such a tracer (one
         pixelised source). Written as the source galaxy's COOLEST light: a
-        ``PixelatedRegularGrid`` for a uniform :class:`~twinlens.fit.pixelised.Rectangular`
+        ``PixelatedRegularGrid`` for a uniform :class:`~twinlens.inversion.Rectangular`
         mesh (its vertices are the pixel centres, which COOLEST interpolates bilinearly, as
         ours does), else an ``IrregularGrid`` of the mesh's vertices and values (a FITS table
         ``x, y, z``; COOLEST interpolates it on the vertices' Delaunay triangles, as a
-        :class:`~twinlens.fit.pixelised.Delaunay` mesh does, and as an approximation of a
-        :class:`~twinlens.fit.pixelised.RectangularAdaptDensity` lattice's bilinear cells).
+        :class:`~twinlens.inversion.Delaunay` mesh does, and as an approximation of a
+        :class:`~twinlens.inversion.RectangularAdaptDensity` lattice's bilinear cells).
         The values are the reconstruction's, in the data's units per image pixel.
 
     Returns
@@ -852,7 +852,7 @@ def to_coolest(
 def _coolest_cosmology(lazy: Any, tracer: Tracer) -> Any:
     """COOLEST's cosmology (flat LambdaCDM: ``H0``, ``Om0``) of a multi-plane tracer, whose
     planes' distances depend on it; None for a single-plane tracer."""
-    from twinlens.fit.multiplane import MultiPlaneTracer
+    from twinlens.lensing.multiplane import MultiPlaneTracer
 
     if not isinstance(tracer, MultiPlaneTracer):
         return None
@@ -876,7 +876,7 @@ _GRID_TYPES = ("PixelatedRegularGrid", "IrregularGrid")
 
 
 def _grid_type(pixelization: Any) -> str:
-    from twinlens.fit.pixelised.meshes import Rectangular
+    from twinlens.inversion.meshes import Rectangular
 
     # a uniform lattice only: an adaptive one's pixels are not on COOLEST's regular grid
     return "PixelatedRegularGrid" if type(pixelization.mesh) is Rectangular else "IrregularGrid"
@@ -897,7 +897,7 @@ def _fill_grid(profile: Any, export: _Export, reconstruction: Any, out: Path) ->
     file = f"{out.stem}_{export.path.replace('[', '_').replace('].', '_')}.fits"
     pixels = profile.parameters["pixels"]
     if export.ctype == "PixelatedRegularGrid":
-        from twinlens.fit import fits_io
+        from twinlens.imaging import fits_io
 
         ny, nx = mesh.shape
         xs, ys = vertices[:, 0].reshape(ny, nx)[0], vertices[:, 1].reshape(ny, nx)[:, 0]
@@ -966,8 +966,8 @@ _PATH = re.compile(r"(lenses|sources)\[(\d+)\]\.(mass|light)\[(\d+)\]((?:\.profi
 
 
 def from_coolest(path: str | os.PathLike[str], *, unsupported_light: str = "skip") -> Tracer:
-    """Read a COOLEST template's point estimates as a :class:`~twinlens.fit.tracer.Tracer`
-    (a :class:`~twinlens.fit.multiplane.MultiPlaneTracer` when its lenses lie at several
+    """Read a COOLEST template's point estimates as a :class:`~twinlens.lensing.tracer.Tracer`
+    (a :class:`~twinlens.lensing.multiplane.MultiPlaneTracer` when its lenses lie at several
     redshifts; every galaxy carries its entity's redshift).
 
     COOLEST ``SIE``, ``PEMD``, ``ExternalShear`` and ``ConvergenceSheet`` mass profiles
@@ -1034,7 +1034,7 @@ def from_coolest(path: str | os.PathLike[str], *, unsupported_light: str = "skip
 def _tracer_of(
     lenses: list[Galaxy], sources: list[Galaxy], written_as: Any = None, cosmology: Any = None
 ) -> Tracer:
-    """A :class:`Tracer`, or a :class:`~twinlens.fit.multiplane.MultiPlaneTracer` when the
+    """A :class:`Tracer`, or a :class:`~twinlens.lensing.multiplane.MultiPlaneTracer` when the
     lens galaxies lie at more than one redshift (a single-plane tracer would ignore that), with
     the file's flat LambdaCDM ``cosmology`` when it has one; ``written_as``: the class
     :func:`to_coolest` recorded, which wins (a single-plane tracer whose galaxies carried
@@ -1050,7 +1050,7 @@ def _tracer_of(
             "a redshift on every lens entity and one common redshift on the sources; "
             + (f"{', '.join(missing)} have none" if missing else f"source redshifts {z_sources}")
         )
-    from twinlens.fit.multiplane import MultiPlaneTracer
+    from twinlens.lensing.multiplane import MultiPlaneTracer
 
     flat = None
     if cosmology is not None and getattr(cosmology, "H0", None) is not None:

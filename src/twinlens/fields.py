@@ -206,6 +206,47 @@ def value_key(value: Any, name: str = "value") -> Any:
     )
 
 
+#: The module each moved class lived in when digests were first written into users' files
+#: (checkpoint records, finished results' fingerprints): a digest names a class by that first
+#: home, so that moving code between modules never makes a user's run look changed.
+_FIRST_HOMES = {
+    "twinlens.imaging.dataset": "twinlens.fit.imaging",
+    "twinlens.imaging.fits_io": "twinlens.fit.fits_io",
+    "twinlens.imaging.noise": "twinlens.fit.noise",
+    "twinlens.imaging.point_images": "twinlens.fit.point_images",
+    "twinlens.imaging.psf": "twinlens.fit.psf",
+    "twinlens.inversion": "twinlens.fit.pixelised",
+    "twinlens.inversion.border": "twinlens.fit.pixelised.border",
+    "twinlens.inversion.image_mesh": "twinlens.fit.pixelised.image_mesh",
+    "twinlens.inversion.interpolation": "twinlens.fit.pixelised.interpolation",
+    "twinlens.inversion.loops": "twinlens.fit.pixelised.loops",
+    "twinlens.inversion.mapping": "twinlens.fit.pixelised.mapping",
+    "twinlens.inversion.meshes": "twinlens.fit.pixelised.meshes",
+    "twinlens.inversion.nnls": "twinlens.fit.nnls",
+    "twinlens.inversion.pixelization": "twinlens.fit.pixelised.fit",
+    "twinlens.inversion.regularization": "twinlens.fit.pixelised.regularization",
+    "twinlens.inversion.solve": "twinlens.fit.pixelised.inversion",
+    "twinlens.inversion.source": "twinlens.fit.pixelised.source",
+    "twinlens.inversion.triangulation": "twinlens.fit.pixelised.triangulation",
+    "twinlens.lensing.fused": "twinlens.fit.fused",
+    "twinlens.lensing.lens_equation": "twinlens.fit.lens_equation",
+    "twinlens.lensing.lens_equation_loops": "twinlens.fit.lens_equation_loops",
+    "twinlens.lensing.multiplane": "twinlens.fit.multiplane",
+    "twinlens.lensing.point_sources": "twinlens.fit.point_sources",
+    "twinlens.lensing.tracer": "twinlens.fit.tracer",
+    "twinlens.likelihood.batched": "twinlens.batch.likelihood",
+    "twinlens.likelihood.imaging": "twinlens.fit.likelihood",
+    "twinlens.likelihood.joint": "twinlens.batch.joint",
+    "twinlens.likelihood.point_source": "twinlens.fit.point_source_likelihood",
+}
+
+
+def _class_text(cls: type) -> str:
+    """A class as digests name it: ``repr`` with its first home's module (see above)."""
+    module = _FIRST_HOMES.get(cls.__module__, cls.__module__)
+    return f"<class '{module}.{cls.__qualname__}'>"
+
+
 def _feed(hasher: Any, key: Any) -> None:
     """Feed a value key (nested tuples ending in bytes and small reprs) to ``hasher``."""
     if isinstance(key, tuple):
@@ -217,7 +258,7 @@ def _feed(hasher: Any, key: Any) -> None:
         hasher.update(b"b%d:" % len(key))
         hasher.update(key)
     else:
-        text = repr(key).encode()
+        text = (_class_text(key) if isinstance(key, type) else repr(key)).encode()
         hasher.update(b"r%d:" % len(text))
         hasher.update(text)
 

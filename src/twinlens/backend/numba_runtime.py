@@ -28,10 +28,13 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twinlens.environment import env_choice, env_switch
 from twinlens.user_warnings import warn_user
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _threads: int | None = None
 _tmp_dir: str | None = None
@@ -268,3 +271,15 @@ def quiet_compiles(dispatcher: Any) -> Any:
     dispatcher.compile = compile
     dispatcher._twinlens_quiet = True
     return dispatcher
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (no copy), the one kind of per-point input a numba loop sees.
+
+    numba compiles a loop again for each combination of read-only and writeable arguments.
+    Inputs arrive as both (a grid's coordinates are read-only, a user's array is not), and a
+    loop compiled for one and called with the other compiled a second time (seconds to a
+    minute, cold); the loops only read their inputs, so every one is passed read-only."""
+    view = a.view()
+    view.flags.writeable = False
+    return view

@@ -1,6 +1,6 @@
 """Fitting a whole catalogue of lenses on a Dask cluster: ``twinlens batch CATALOGUE``.
 
-Not to be confused with :mod:`twinlens.batch`, which evaluates one likelihood at a batch of
+Not to be confused with :mod:`twinlens.likelihood`, which evaluates one likelihood at a batch of
 parameter vectors: here each *lens* of a catalogue is one fit (the ``twinlens fit`` job), run
 as one Dask task on a local cluster of worker processes, an existing scheduler, or SLURM/PBS
 through dask-jobqueue. See ``docs/cluster.rst``.

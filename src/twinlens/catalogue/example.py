@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from twinlens.fit import fits_io
-from twinlens.fit.imaging import simulate
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging import fits_io
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import Sersic
 from twinlens.mass import SIE
 from twinlens.messages import shown

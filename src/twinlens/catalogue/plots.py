@@ -26,7 +26,7 @@ def plot_catalogue(catalogue: Any, table: Any) -> dict[str, Path]:
     except ImportError:
         return {}
     from twinlens.catalogue.task import lens_folders
-    from twinlens.fit import fits_io
+    from twinlens.imaging import fits_io
 
     done = [i for i, row in enumerate(table) if row["status"] == "done"]
     if not done:

@@ -58,9 +58,9 @@ def compile_template(task: LensTask, backend: str | None, numba_threads: int | N
     fit needs are compiled (and cached) before the fit starts."""
     import numpy as np
 
-    from twinlens.fit.imaging import Imaging
-    from twinlens.fit.psf import PSF
     from twinlens.grids import Grid2D
+    from twinlens.imaging.dataset import Imaging
+    from twinlens.imaging.psf import PSF
     from twinlens.job.config import parse_config
     from twinlens.search import Objective
 

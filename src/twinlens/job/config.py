@@ -26,7 +26,7 @@ pixels, and lens-light intensities solved with them, constrained to be >= 0)::
     positive = true
 
 A Delaunay mesh may instead cluster its vertices on a brightness image (weighted k-means,
-:func:`~twinlens.fit.pixelised.kmeans_vertices`): ``mesh = {type = "Delaunay", n_vertices =
+:func:`~twinlens.inversion.kmeans_vertices`): ``mesh = {type = "Delaunay", n_vertices =
 300, brightness = "stage1/fit_output/model.fits"}`` (a FITS image on the data's grid, such
 as a previous fit's model, or ``"data"``), with optional ``weight_floor`` and
 ``weight_power``.
@@ -49,8 +49,8 @@ import numpy as np
 from twinlens import light as light_module
 from twinlens import mass as mass_module
 from twinlens.backend import BACKENDS, check_backend
-from twinlens.fit.imaging import Imaging
-from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.imaging.dataset import Imaging
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.model import (
     GaussianPrior,
     LogUniformPrior,
@@ -99,7 +99,7 @@ class PointSourceConfig:
     """The ``[point_source]`` table: the likelihood of its data, and the redshifts (and
     ``Omega_m`` of a flat LambdaCDM) that turn ``D_dt`` into ``H0``, when given."""
 
-    likelihood: Any  # a twinlens.fit.point_source_likelihood.PointSourceLikelihood
+    likelihood: Any  # a twinlens.likelihood.point_source.PointSourceLikelihood
     z_lens: float | None = None
     z_source: float | None = None
     omega_m: float = 0.3
@@ -381,10 +381,11 @@ def _kmeans_settings(mesh: dict, here: str) -> dict:
 
 def _kmeans_mesh(settings: dict, here: str, data: Any) -> Any:
     """A Delaunay mesh whose image-plane vertices are the k-means clusters of a brightness
-    image (:func:`~twinlens.fit.pixelised.kmeans_vertices`); without the data read (a
+    image (:func:`~twinlens.inversion.kmeans_vertices`); without the data read (a
     configuration only checked) the brightness file is checked and the overlay mesh stands
     in."""
-    from twinlens.fit import fits_io, pixelised
+    from twinlens import inversion as pixelised
+    from twinlens.imaging import fits_io
 
     dataset, base = data if data is not None else (None, Path("."))
     name = settings["brightness"]
@@ -428,7 +429,7 @@ def _typed_table(raw: Any, here: str, choices: tuple, what: str) -> tuple[str, d
 def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = None) -> Any:
     """A ``type = "Pixelization"`` source light entry: its mesh and regularisation (``data``:
     the dataset and the configuration's folder, which a k-means mesh needs)."""
-    from twinlens.fit import pixelised
+    from twinlens import inversion as pixelised
 
     params.pop("type")
     unknown = [k for k in params if k not in _PIXELIZATION_KEYS]
@@ -554,8 +555,8 @@ def _point_source(
     """The ``[point_source]`` table: ``(PointSource, PointSourceConfig)``; ``multi_plane``
     when the lens is a multi-plane one (its delays then scale with ``h0``, not ``D_dt``);
     ``imaging`` when there is a [dataset] (where ``in_imaging`` shows the images)."""
-    from twinlens.fit.lens_equation import ImageSolver
-    from twinlens.fit.point_source_likelihood import (
+    from twinlens.lensing.lens_equation import ImageSolver
+    from twinlens.likelihood.point_source import (
         IMAGING_POSITIONS,
         POSITION_LIKELIHOODS,
         PointSource,
@@ -836,7 +837,7 @@ def _galaxies(entries: Any, role: str, priors: dict, data: Any = None) -> tuple:
 
 
 def _tracer(lenses: tuple, sources: tuple, point_table: Any) -> Tracer:
-    """A :class:`Tracer`, or a :class:`~twinlens.fit.multiplane.MultiPlaneTracer` when the
+    """A :class:`Tracer`, or a :class:`~twinlens.lensing.multiplane.MultiPlaneTracer` when the
     lens galaxies' redshifts name more than one plane (its source redshift from the sources'
     ``redshift`` or ``[point_source].z_source``; flat LambdaCDM with H0 = 70 and the
     point source's ``omega_m``)."""
@@ -861,7 +862,7 @@ def _tracer(lenses: tuple, sources: tuple, point_table: Any) -> Tracer:
         )
     from astropy.cosmology import FlatLambdaCDM
 
-    from twinlens.fit.multiplane import MultiPlaneTracer
+    from twinlens.lensing.multiplane import MultiPlaneTracer
 
     omega_m = float(table.get("omega_m", 0.3)) if _is_number(table.get("omega_m", 0.3)) else 0.3
     try:
@@ -938,7 +939,7 @@ def _dataset(table: Any, base: Path, read: bool = True) -> Imaging | None:
 def _with_mask_file(imaging: Imaging, path: str) -> Imaging:
     """``imaging`` fitting only the pixels where the FITS image at ``path`` is nonzero (and
     inside ``mask_radius``, when both are given)."""
-    from twinlens.fit import fits_io
+    from twinlens.imaging import fits_io
 
     mask, _ = fits_io.read_image(path)
     if mask.shape != imaging.grid.shape:
@@ -1014,7 +1015,7 @@ def _search_error(cls: type, settings: dict, err: Exception) -> str:
 
 def _check_pixelised(tracer: Tracer, priors: dict) -> None:
     """What cannot go with a pixelised source, named in TOML terms."""
-    from twinlens.fit.pixelised.source import free_lens_light, pixelised_parts
+    from twinlens.inversion.source import free_lens_light, pixelised_parts
 
     try:
         parts = pixelised_parts(tracer)

@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from twinlens import memo
-from twinlens.fit.imaging import simulate
-from twinlens.fit.psf import PSF
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import Sersic
 from twinlens.mass import SIE, ExternalShear
 
@@ -225,7 +225,7 @@ def simulate_example_files(
     # a one-off image: nothing to memoise, and numpy spares a compile (half a minute cold)
     with memo.disabled():
         dataset = simulate(tracer, grid, psf, noise_sigma=noise, seed=seed, backend="numpy")
-    from twinlens.fit import fits_io
+    from twinlens.imaging import fits_io
 
     for name, image in (
         ("data", dataset.data),

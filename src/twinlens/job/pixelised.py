@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from twinlens.fit import fits_io
-from twinlens.fit.likelihood import FitImaging
-from twinlens.fit.pixelised.meshes import Rectangular
-from twinlens.fit.pixelised.source import reconstruction_errors, source_on_grid
+from twinlens.imaging import fits_io
+from twinlens.inversion.meshes import Rectangular
+from twinlens.inversion.source import reconstruction_errors, source_on_grid
+from twinlens.likelihood.imaging import FitImaging
 
 __all__ = ["draw_on_mesh", "plot_pixelised_fit", "write_source_fits"]
 
@@ -32,7 +32,7 @@ def _pixelised(fit: FitImaging) -> Any:
 
 
 def draw_on_mesh(ax: Any, inversion: Any, values: Any, cmap: str = "magma") -> Any:
-    """Draw per-source-pixel ``values`` of a :class:`~twinlens.fit.pixelised.FitPixelised`
+    """Draw per-source-pixel ``values`` of a :class:`~twinlens.inversion.FitPixelised`
     on its mesh in the matplotlib axes ``ax``, cells as they are (no resampling); returns
     the artist (for a colour bar)."""
     vertices = np.asarray(inversion.source_vertices, dtype=float)

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from twinlens.fit.likelihood import FitImaging
-from twinlens.fit.tracer import Tracer
 from twinlens.kernels import lensing
+from twinlens.lensing.tracer import Tracer
+from twinlens.likelihood.imaging import FitImaging
 from twinlens.model.model import path_from_latex_label
 from twinlens.model.paths import readable_label
 

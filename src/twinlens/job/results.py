@@ -38,8 +38,7 @@ from typing import Any
 import numpy as np
 
 from twinlens import __version__, memo
-from twinlens.fit import fits_io
-from twinlens.fit.likelihood import FitImaging
+from twinlens.imaging import fits_io
 from twinlens.job import plots
 from twinlens.job.plots import point_source_half_width
 from twinlens.job.summary import (
@@ -49,6 +48,7 @@ from twinlens.job.summary import (
     summary_text,
     summary_warnings,
 )
+from twinlens.likelihood.imaging import FitImaging
 from twinlens.model import Model, get_path, parameter_paths
 from twinlens.search.checkpoint import atomic_write_text
 from twinlens.user_warnings import warn_user
@@ -92,7 +92,7 @@ def best_fit_point_images(likelihood: Any, tracer: Any, point_source: Any) -> An
 def einstein_radii(
     model: Model, samples: np.ndarray, n_max: int = N_EINSTEIN_RADII, backend: str = "numpy"
 ) -> np.ndarray:
-    """The effective Einstein radius (:meth:`~twinlens.fit.tracer.Tracer.einstein_radius`)
+    """The effective Einstein radius (:meth:`~twinlens.lensing.tracer.Tracer.einstein_radius`)
     of up to ``n_max`` evenly spaced posterior samples: in a model with several mass
     components it is the well-measured quantity, while each component's own radius may be
     degenerate with the others (an SIE against a stellar mass-to-light ratio).

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from twinlens import memo
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.job.example import example_config_path, simulate_example_files
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import Sersic
 from twinlens.mass import ExternalShear, PowerLaw
 
@@ -120,8 +120,8 @@ def timedelay_tracer() -> Tracer:
 
 def simulated_point_source(seed: int) -> dict[str, Any]:
     """The quasar's images (solved on the true lens), and noisy positions and delays."""
-    from twinlens.fit.lens_equation import ImageSolver
-    from twinlens.fit.point_sources import time_delays
+    from twinlens.lensing.lens_equation import ImageSolver
+    from twinlens.lensing.point_sources import time_delays
 
     tracer = timedelay_tracer()
     beta = np.array(
@@ -303,13 +303,13 @@ def plot_time_delay_fit(
     the source and the ray-traced images; the H0 posterior (none when no redshifts were given:
     ``h0_samples`` None), titled ``h0_title`` (the job passes summary.txt's H0 line) or the
     samples' median and 68% interval."""
-    from twinlens.fit.lens_equation import ImageSolver
     from twinlens.job.plots import (
         _extent,
         _pyplot,
         critical_curves_and_caustics,
         point_source_half_width,
     )
+    from twinlens.lensing.lens_equation import ImageSolver
 
     plt = _pyplot()
     if fit is None:

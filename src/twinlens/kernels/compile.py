@@ -15,14 +15,31 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 import numpy as np
 
 from twinlens.backend import jax_runtime, numba_runtime
 
 if TYPE_CHECKING:
-    from twinlens.kernels.registry import Kernel
+    from twinlens.kernels.domains import Arg
+
+
+class Kernel(Protocol):
+    """What the generator reads of a kernel (:class:`~twinlens.kernels.registry.Kernel` is the
+    one there is; the registry imports this module, never the other way)."""
+
+    is_kernel: ClassVar[bool]
+    name: str
+    point: Callable[..., Any] | None
+    point_from: str
+    inputs: tuple[Arg, ...]
+    params: tuple[Arg, ...]
+    outputs: tuple[str, ...]
+    components: int
+    dtype: str
+    input_dtype: str
+
 
 # No fast-math flag, not even "contract" (fused multiply-adds): it made W2 13% and the W5 loop
 # 27% faster on one core, but LLVM fuses differently in a kernel's own loop and in a tracer's
@@ -107,7 +124,7 @@ def point_reference(source: Kernel | Callable) -> tuple[str, str]:
     a loop is reached through its kernel's ``point_from``."""
     point: Any = source
     point_from = ""
-    if isinstance(source, _kernel_class()):
+    if _is_kernel(source):
         kernel_point = source.point
         if kernel_point is None:
             raise TypeError(f"kernel {source.name} has no per-point source to compile")
@@ -162,7 +179,7 @@ def math_inputs(modules: Sequence[str]) -> list[str]:
         for value in vars(module).values():
             if isinstance(value, ModuleType):
                 ref = value.__name__
-            elif isinstance(value, _kernel_class()):
+            elif _is_kernel(value):
                 ref = value.point.__module__ if value.point is not None else ""
             else:
                 ref = getattr(value, "__module__", None) or ""
@@ -174,10 +191,8 @@ def math_inputs(modules: Sequence[str]) -> list[str]:
 _PACKAGE = "twinlens.kernels"
 
 
-def _kernel_class() -> type[Kernel]:
-    from twinlens.kernels.registry import Kernel  # registry imports this module lazily
-
-    return Kernel
+def _is_kernel(value: Any) -> bool:
+    return bool(getattr(type(value), "is_kernel", False))
 
 
 def _outputs(kernel: Kernel, size: str, alloc: str) -> tuple[list[str], str]:
@@ -306,9 +321,7 @@ def numba_batched_loop(kernel: Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
 
 def _input_dummy(dtype: str) -> np.ndarray:
     # per-point inputs reach the loops read-only (a distinct numba type from writeable)
-    from twinlens.kernels.registry import read_only
-
-    return read_only(np.zeros(1, dtype=dtype))
+    return numba_runtime.read_only(np.zeros(1, dtype=dtype))
 
 
 def compile_quietly(loop: Callable, *dummy: Any) -> Callable:

@@ -37,7 +37,7 @@ test), never on its neighbours in the block, so a field is bit for bit the same 
 array it is evaluated in. The near components run in runs of ``RUN`` points from the run's
 smallest ``K_p``, each point keeping only its own near components: numba vectorises a loop
 only when every point runs the same code. A tracer's fused loop does not inline this kernel: it
-runs it first and reads its field (:mod:`twinlens.fit.fused`), so an MGE's deflections are
+runs it first and reads its field (:mod:`twinlens.lensing.fused`), so an MGE's deflections are
 the same bits in a tracer, alone, and recalled from the memo.
 """
 
@@ -226,7 +226,7 @@ def _loop() -> Any:
         args,
         body,
         # the parallel body calls the block function compiled on its own: numba's parallel
-        # passes then do not analyse its statements (see twinlens.fit.fused)
+        # passes then do not analyse its statements (see twinlens.lensing.fused)
         helpers='block_of_points = njit(_block_source, cache={cache}, error_model="numpy")\n',
     )
     dummy: list[Any] = [np.zeros(1), np.zeros(1), *([0.5] * 4), np.ones(2), np.ones(2), _COEF]

@@ -16,11 +16,12 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from twinlens.backend import BACKENDS, jax_runtime, resolve_backend
+from twinlens.backend.numba_runtime import read_only
 from twinlens.kernels.domains import Arg
 from twinlens.kernels.tolerance import Tolerance
 
@@ -83,6 +84,8 @@ class Kernel:
     components: int = 0
     point_from: str = ""
     _built: dict = field(default_factory=dict, repr=False)
+    #: what the code generator recognises a kernel by (it does not import this module)
+    is_kernel: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "impls", MappingProxyType(dict(self.impls)))
@@ -282,18 +285,6 @@ def batch_params(
     return n_batch, scalar_arrays, component_arrays
 
 
-def read_only(a: np.ndarray) -> np.ndarray:
-    """A read-only view of ``a`` (no copy), the one kind of per-point input a numba loop sees.
-
-    numba compiles a loop again for each combination of read-only and writeable arguments.
-    Inputs arrive as both (a grid's coordinates are read-only, a user's array is not), and a
-    loop compiled for one and called with the other compiled a second time (seconds to a
-    minute, cold); the loops only read their inputs, so every one is passed read-only."""
-    view = a.view()
-    view.flags.writeable = False
-    return view
-
-
 def _param(value: Any, dtype: str) -> Any:
     # Scalars become numpy scalars; array parameters become writeable contiguous copies, since
     # numba compiles a separate loop for read-only arrays (profiles store read-only ones).
@@ -306,7 +297,7 @@ class KernelCall:
     """What a profile computes: one kernel and the parameters the profile binds to it.
 
     Calling it with positions evaluates the kernel; code above the profiles (the fused loop of
-    :mod:`twinlens.fit.fused`) reads ``kernel`` and ``params`` to compile the profile into a
+    :mod:`twinlens.lensing.fused`) reads ``kernel`` and ``params`` to compile the profile into a
     larger loop. ``params`` are the kernel's ``params`` in order, as the profile holds them
     (floats, JAX tracers, :class:`~twinlens.backend.concrete.Batched` columns or arrays).
     """

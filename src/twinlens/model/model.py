@@ -1,6 +1,6 @@
 """A model to fit: a tracer holding every value, and priors on the free ones.
 
-:class:`Model` pairs a :class:`~twinlens.fit.tracer.Tracer` (fixed values, and a starting value
+:class:`Model` pairs a :class:`~twinlens.lensing.tracer.Tracer` (fixed values, and a starting value
 for each free one) with a prior per free parameter, named by its path. It maps a parameter
 vector to a tracer whose fixed values stay concrete Python floats (so fixed fields are
 memoised, and folded into JAX programs), and maps the unit cube to parameter vectors for nested
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.fields import ValueIdentity, static_field, value_key
-from twinlens.fit.tracer import Tracer
+from twinlens.lensing.tracer import Tracer
 from twinlens.messages import shown
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.model.priors import Prior
@@ -105,7 +105,7 @@ class Model(ValueIdentity):
         ``{"lenses[0].mass[0].einstein_radius": UniformPrior(0.5, 2.0)}``.
     point_source : PointSource, optional
         A lensed point source's parameters
-        (:class:`~twinlens.fit.point_source_likelihood.PointSource`), named by paths that start
+        (:class:`~twinlens.likelihood.point_source.PointSource`), named by paths that start
         with ``point_source.`` (``point_source.time_delay_distance``).
     """
 
@@ -123,7 +123,7 @@ class Model(ValueIdentity):
         if not self.priors:
             raise ValueError("Model.priors is empty: give at least one free parameter a prior")
         if self.point_source is not None:
-            from twinlens.fit.point_source_likelihood import PointSource
+            from twinlens.likelihood.point_source import PointSource
 
             if not isinstance(self.point_source, PointSource):
                 raise TypeError(

@@ -80,7 +80,7 @@ class MassProfile(ValueIdentity):
     A subclass says what it computes with one method, :meth:`kernel_call`: for a quantity, the
     kernel (a constant of a :mod:`twinlens.kernels` module) and the parameters it binds from its
     fields. The public methods evaluate that call, and the fused loop of
-    :mod:`twinlens.fit.fused` compiles it into a whole tracer's loop. A profile that is not one
+    :mod:`twinlens.lensing.fused` compiles it into a whole tracer's loop. A profile that is not one
     kernel call (a sum of profiles) returns None there and overrides ``_convergence``,
     ``_deflections``, ``_hessian`` and ``_potential`` instead, on coordinate arrays.
 

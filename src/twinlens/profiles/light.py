@@ -67,7 +67,7 @@ class LightProfile(ValueIdentity):
 
     A subclass says what it computes with :meth:`kernel_call` (its image: a kernel and the
     parameters bound from its fields) and, if it has several solved intensities,
-    :meth:`column_calls`; the fused loop of :mod:`twinlens.fit.fused` compiles those calls.
+    :meth:`column_calls`; the fused loop of :mod:`twinlens.lensing.fused` compiles those calls.
 
     ``linear_parameter`` names the field the image is proportional to (``intensity``), or is
     None (linear variants, whose images are already at unit intensity, and expansions).

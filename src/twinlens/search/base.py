@@ -1,7 +1,7 @@
 """What every search shares: the objective it explores, the result it returns, and its registry.
 
 An :class:`Objective` binds a :class:`~twinlens.model.Model` (priors and the unit-cube
-transform) to an :class:`~twinlens.batch.ImagingLikelihood` on one backend. The searches use
+transform) to an :class:`~twinlens.likelihood.ImagingLikelihood` on one backend. The searches use
 only the small interface of :class:`ObjectiveLike`, so any object with the same methods (an
 analytic toy likelihood in the tests, say) can be searched too.
 
@@ -22,8 +22,8 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from twinlens.backend import resolve_backend
-from twinlens.batch.likelihood import ImagingLikelihood
 from twinlens.fields import key_digest, result_digest, value_digest
+from twinlens.likelihood.batched import ImagingLikelihood
 from twinlens.messages import shown
 from twinlens.model.model import Model
 
@@ -130,7 +130,7 @@ class Objective:
         The free parameters (in vector order), their priors and the fixed values.
     likelihood : ImagingLikelihood or JointLikelihood
         ``log L`` of parameter vectors in the model's order (see :meth:`build`); a
-        :class:`~twinlens.batch.joint.JointLikelihood` adds a lensed point source's.
+        :class:`~twinlens.likelihood.joint.JointLikelihood` adds a lensed point source's.
     backend : str
         ``"numba"``, ``"jax"`` or ``"numpy"``.
     """
@@ -157,7 +157,7 @@ class Objective:
     ) -> Objective:
         """The objective of ``model`` fitted to the imaging ``dataset`` on ``backend``
         (default: the process default backend); with a ``point_source`` likelihood
-        (:class:`~twinlens.fit.point_source_likelihood.PointSourceLikelihood`) and a model with
+        (:class:`~twinlens.likelihood.point_source.PointSourceLikelihood`) and a model with
         a point source, the two log-likelihoods are added."""
         if (point_source is None) != (model.point_source is None):
             raise ValueError(
@@ -167,7 +167,7 @@ class Objective:
         if point_source is None:
             likelihood: Any = ImagingLikelihood(dataset, model.tracer, model.paths)
         else:
-            from twinlens.batch.joint import JointLikelihood
+            from twinlens.likelihood.joint import JointLikelihood
 
             likelihood = JointLikelihood(
                 dataset, model.tracer, model.point_source, point_source, model.paths

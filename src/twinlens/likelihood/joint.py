@@ -1,8 +1,8 @@
 """The joint log-likelihood of imaging and a lensed point source, on parameter vectors.
 
 :class:`JointLikelihood` adds the point-source log-likelihood
-(:class:`~twinlens.fit.point_source_likelihood.PointSourceLikelihood`: image positions, fluxes,
-time delays) to the imaging one (:class:`~twinlens.batch.likelihood.ImagingLikelihood`), the
+(:class:`~twinlens.likelihood.point_source.PointSourceLikelihood`: image positions, fluxes,
+time delays) to the imaging one (:class:`~twinlens.likelihood.batched.ImagingLikelihood`), the
 two sharing the lens. A vector holds the free parameters of the tracer and of the point source
 (paths ``point_source.centre[0]``, ``point_source.time_delay_distance``...). Like the imaging
 likelihood it is frozen and value-hashed (one JAX program per likelihood and chunk shape), and
@@ -24,7 +24,18 @@ import numpy as np
 
 from twinlens import memo
 from twinlens.backend import resolve_backend
-from twinlens.batch.likelihood import (
+from twinlens.fields import ValueIdentity, static_field
+from twinlens.imaging.dataset import Imaging
+from twinlens.imaging.point_images import (
+    SHIFTS,
+    PointImages,
+    check_point_images,
+    is_seen,
+    render,
+)
+from twinlens.lensing.lens_equation import _serial_when_small
+from twinlens.lensing.tracer import Tracer
+from twinlens.likelihood.batched import (
     NUMBA_CHUNK,
     ImagingLikelihood,
     _jax_batch,
@@ -35,22 +46,11 @@ from twinlens.batch.likelihood import (
     run_jax,
     vmap_width,
 )
-from twinlens.fields import ValueIdentity, static_field
-from twinlens.fit.imaging import Imaging
-from twinlens.fit.lens_equation import _serial_when_small
-from twinlens.fit.point_images import (
-    SHIFTS,
-    PointImages,
-    check_point_images,
-    is_seen,
-    render,
-)
-from twinlens.fit.point_source_likelihood import (
+from twinlens.likelihood.point_source import (
     PointSource,
     PointSourceLikelihood,
     model_images,
 )
-from twinlens.fit.tracer import Tracer
 from twinlens.messages import shown
 from twinlens.model.model import POINT_SOURCE
 from twinlens.model.paths import get_path, parameter_paths, set_paths

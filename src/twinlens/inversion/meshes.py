@@ -26,9 +26,9 @@ import numpy as np
 
 from twinlens.backend.reductions import take_max, take_min
 from twinlens.fields import ValueIdentity, static_field
-from twinlens.fit.pixelised import triangulation
-from twinlens.fit.pixelised.interpolation import delaunay_weights, lattice_weights
 from twinlens.grids import Grid2D
+from twinlens.inversion import triangulation
+from twinlens.inversion.interpolation import delaunay_weights, lattice_weights
 from twinlens.messages import shown
 
 __all__ = [
@@ -63,7 +63,7 @@ class MeshMapping:
         Rows and columns of three consecutive pixels ``(left, middle, right)`` along a lattice
         line (the second differences of curvature regularisation); rectangular meshes only.
     status : int or int array
-        0 when usable; else a :mod:`~twinlens.fit.pixelised.triangulation` status code.
+        0 when usable; else a :mod:`~twinlens.inversion.triangulation` status code.
     """
 
     indices: Any
@@ -122,7 +122,7 @@ class Rectangular(ValueIdentity):
     def mapping(self, points: Any, vertices: Any, xp: Any = np, weights: Any = None) -> MeshMapping:
         """The mesh for traced sub-pixels ``points (n, 2)`` of area weights ``weights (n,)``
         (numpy; default equal) (``vertices`` is unused): the lattice at :meth:`edges`, with
-        bilinear weights (:func:`~twinlens.fit.pixelised.interpolation.lattice_weights`)."""
+        bilinear weights (:func:`~twinlens.inversion.interpolation.lattice_weights`)."""
         ny, nx = self.shape
         x_edges, y_edges = self.edges(points, xp, weights)
         ok = (x_edges[-1] > x_edges[0]) & (y_edges[-1] > y_edges[0])

@@ -50,9 +50,9 @@ import numpy as np
 
 from twinlens.backend import resolve_backend
 from twinlens.fields import ValueIdentity, schedule_field, static_field
-from twinlens.fit import lens_equation_loops as loops
-from twinlens.fit.multiplane import MultiPlaneTracer
-from twinlens.fit.tracer import Tracer
+from twinlens.lensing import lens_equation_loops as loops
+from twinlens.lensing.multiplane import MultiPlaneTracer
+from twinlens.lensing.tracer import Tracer
 from twinlens.profiles.base import _numbers
 from twinlens.profiles.checks import check_count, check_pair, check_positive, check_range
 
@@ -119,9 +119,9 @@ class Images(NamedTuple):
 @dataclass(frozen=True, eq=False)
 class ImageSolver(ValueIdentity):
     """Finds all images of point sources behind a :class:`~twinlens.Tracer` (one lens plane)
-    or a :class:`~twinlens.fit.multiplane.MultiPlaneTracer`.
+    or a :class:`~twinlens.lensing.multiplane.MultiPlaneTracer`.
 
-    See :mod:`twinlens.fit.lens_equation` for the method and its limits. Every field is static
+    See :mod:`twinlens.lensing.lens_equation` for the method and its limits. Every field is static
     configuration (it fixes the size of the JAX program); the solver is value-hashed, so an
     equal solver reuses the compiled programs and the mapped grids.
 

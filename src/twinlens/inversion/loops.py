@@ -30,7 +30,7 @@ _FUNCTIONS = (
 
 
 def relocate_loop(px, py, bx, by, out_x, out_y):
-    """Border relocation (twinlens.fit.pixelised.border.relocate) of points ``(px, py)``
+    """Border relocation (twinlens.inversion.border.relocate) of points ``(px, py)``
     against border points ``(bx, by)``, written into ``out_x, out_y``."""
     nb = bx.shape[0]
     ox = 0.0

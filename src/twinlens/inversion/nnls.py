@@ -139,7 +139,7 @@ def warn_unconverged(n_unconverged: int, of: str) -> None:
     warn_user(
         f"non-negative least squares: {n_unconverged} of {of} did not converge in the "
         f"active-set steps allowed ({MAX_ITER_PER_UNKNOWN} k + 1 for k unknowns); their "
-        "intensities, and the likelihood from them, are approximate (twinlens.fit.nnls)",
+        "intensities, and the likelihood from them, are approximate (twinlens.inversion.nnls)",
         RuntimeWarning,
     )
 
@@ -254,7 +254,7 @@ from numba import njit, prange
 
 from numba.extending import overload
 
-from twinlens.fit import nnls as _nnls
+from twinlens.inversion import nnls as _nnls
 
 
 @overload(_nnls._passive_solve, jit_options={{"error_model": "numpy"}})

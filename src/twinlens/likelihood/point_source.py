@@ -8,7 +8,7 @@ the time-delay distance ``D_dt`` (Mpc). Each term is ``-chi^2 / 2`` (Gaussian er
 normalising constant); :class:`PointSourceLikelihood` sums the terms that have data.
 
 **Image positions, in the image plane** (``positions = "image"``). The model images of
-``beta`` are found with an :class:`~twinlens.fit.lens_equation.ImageSolver`; observed image
+``beta`` are found with an :class:`~twinlens.lensing.lens_equation.ImageSolver`; observed image
 ``i`` is paired with model image ``p(i)`` by the assignment (each model image used at most once)
 that minimises
 
@@ -37,11 +37,11 @@ an offset along the tangential arc is stretched, one along the radius is not.)
 observed position, and ``chi^2 = sum_i (f_i - F |mu_i|)^2 / sigma_f,i^2``.
 
 **Time delays.** The Fermat potential ``phi_i = |theta_i - beta|^2 / 2 - psi(theta_i)`` at the
-observed positions (:func:`~twinlens.fit.point_sources.fermat_potential`) gives the delays
+observed positions (:func:`~twinlens.lensing.point_sources.fermat_potential`) gives the delays
 ``Delta t_i = D_dt / c (phi_i - phi_0)`` (:func:`~twinlens.cosmology.time_delay_days`), and
 ``chi^2 = sum_{i >= 1} (Delta t_i,obs - Delta t_i)^2 / sigma_t,i^2``. With a
-:class:`~twinlens.fit.multiplane.MultiPlaneTracer` the model delays are its
-:meth:`~twinlens.fit.multiplane.MultiPlaneTracer.arrival_times` (distances from its cosmology,
+:class:`~twinlens.lensing.multiplane.MultiPlaneTracer` the model delays are its
+:meth:`~twinlens.lensing.multiplane.MultiPlaneTracer.arrival_times` (distances from its cosmology,
 plane by plane) at the observed positions, scaled to ``PointSource.h0`` when it is given, and
 ``PointSource.time_delay_distance`` is not used.
 
@@ -63,12 +63,12 @@ from twinlens.backend import array_module, resolve_backend
 from twinlens.backend.reductions import take_min
 from twinlens.cosmology import time_delay_days
 from twinlens.fields import ValueIdentity, static_field
-from twinlens.fit.lens_equation import ImageSolver, _newton_step
-from twinlens.fit.multiplane import MultiPlaneTracer
-from twinlens.fit.point_images import PointImages
-from twinlens.fit.point_sources import fermat_potential
-from twinlens.fit.tracer import Tracer
+from twinlens.imaging.point_images import PointImages
 from twinlens.kernels import lensing
+from twinlens.lensing.lens_equation import ImageSolver, _newton_step
+from twinlens.lensing.multiplane import MultiPlaneTracer
+from twinlens.lensing.point_sources import fermat_potential
+from twinlens.lensing.tracer import Tracer
 from twinlens.messages import shown
 from twinlens.profiles.base import _numbers
 from twinlens.profiles.checks import check_pair, check_positive
@@ -115,7 +115,7 @@ class PointSource(ValueIdentity):
         single-plane lens).
     h0 : float, optional
         ``H0`` (km/s/Mpc) for the time-delay term of a
-        :class:`~twinlens.fit.multiplane.MultiPlaneTracer`: its cosmology with ``H0``
+        :class:`~twinlens.lensing.multiplane.MultiPlaneTracer`: its cosmology with ``H0``
         replaced and every other parameter kept. Every distance of an FLRW cosmology with
         fixed density parameters scales as ``1 / H0`` while the ratios that bend the rays do
         not, so the delays are the tracer's own times ``H0_cosmology / h0``. None (the
@@ -322,7 +322,7 @@ def model_image_positions(
 
     Newton's method on the lens equation ``theta - alpha(theta) = beta``, started at each
     observed position: ``theta <- theta + A^-1 (beta - beta(theta))`` with ``A = I - H``, the
-    image solver's step (:mod:`twinlens.fit.lens_equation`), clipped at 0.25 arcsec. The
+    image solver's step (:mod:`twinlens.lensing.lens_equation`), clipped at 0.25 arcsec. The
     first step is the source-plane approximation's image-plane offset; ``NEWTON_STEPS`` in
     all, a fixed number, so that JAX traces one program and differentiates through it.
     :func:`model_images` also says whether the steps found the images."""
@@ -437,9 +437,9 @@ class PointSourceLikelihood(ValueIdentity):
         count differ (``-inf``). Default 0: every image counts.
     in_imaging : bool
         The images are also seen in the imaging data (a quasar's or a supernova's): beside
-        imaging, a :class:`~twinlens.batch.joint.JointLikelihood` then models them as point
+        imaging, a :class:`~twinlens.likelihood.joint.JointLikelihood` then models them as point
         images at the observed positions, their fluxes solved with the linear light
-        (:class:`~twinlens.fit.point_images.PointImages`). Default False.
+        (:class:`~twinlens.imaging.point_images.PointImages`). Default False.
     imaging_positions : {"observed", "model"}
         With ``in_imaging``, where the images are placed in the imaging: ``"observed"`` (the
         default; fixed work, rendered once) or ``"model"``, the model's image that Newton's

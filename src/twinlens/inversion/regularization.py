@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.fields import ValueIdentity, static_field
-from twinlens.fit.pixelised.meshes import MeshMapping, Rectangular
+from twinlens.inversion.meshes import MeshMapping, Rectangular
 from twinlens.profiles.checks import check_positive
 
 __all__ = [
@@ -164,7 +164,7 @@ class Regularization(ValueIdentity):
 
     def log_det(self, mesh: Any, coefficient: Any, xp: Any = np) -> Any:
         """``ln det R`` at ``coefficient`` without factorising ``R``, where ``H``'s eigenvalues
-        are known for the mesh (a :class:`~twinlens.fit.pixelised.meshes.Rectangular` or
+        are known for the mesh (a :class:`~twinlens.inversion.meshes.Rectangular` or
         ``Delaunay`` mesh, not its mapping); None where they are not."""
         return None
 

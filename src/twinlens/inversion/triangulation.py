@@ -5,7 +5,7 @@ point, which vertices are neighbours) is integer data with no derivative. It is 
 ``scipy.spatial.Delaunay`` on the CPU for every backend; under JAX it is reached through
 ``jax.pure_callback`` (:func:`jax_topology`) with its inputs' derivatives stopped, and the
 interpolation weights are then computed from the vertex coordinates in JAX
-(:func:`twinlens.fit.pixelised.interpolation.delaunay_weights`), so they stay differentiable.
+(:func:`twinlens.inversion.interpolation.delaunay_weights`), so they stay differentiable.
 
 Outputs have fixed shapes, so that a jit-compiled program can hold them: a triangulation of
 ``n`` vertices has at most ``3 n - 3`` edges, and the edge list is padded to ``3 n`` with
@@ -30,7 +30,7 @@ __all__ = [
     "topology",
 ]
 
-logger = logging.getLogger("twinlens.fit.pixelised")
+logger = logging.getLogger("twinlens.inversion")
 
 STATUS_OK = 0
 STATUS_DEGENERATE = 2  # fewer than 3 vertices, all on one line, or not finite

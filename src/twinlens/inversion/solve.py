@@ -20,7 +20,7 @@ after the source's, ``B = [B_s | L]``, unregularised: ``x = (s, a)`` minimises
 everywhere in twinlens. With ``A = F + R'``, ``R' = diag(R, 0)``, the regularised source block
 ``A_ss = F_ss + R`` is Cholesky-factored once; eliminating the source leaves the Schur
 complement ``S = A_aa - A_as A_ss^-1 A_sa`` and ``g = D_a - A_as A_ss^-1 D_s``, whose
-non-negative least-squares solution (:func:`twinlens.fit.nnls.nnls_gram`) is ``a``; then
+non-negative least-squares solution (:func:`twinlens.inversion.nnls.nnls_gram`) is ``a``; then
 ``s = A_ss^-1 (D_s - A_sa a)``. The whole ``A`` is never factored, so near-collinear or empty
 lens-light images (which make it singular) still give a finite evidence. As in autolens, the
 regularisation term and both log-determinants are taken over the regularised (source) block
@@ -55,7 +55,7 @@ import numpy as np
 
 __all__ = ["InversionTerms", "solve", "solve_normal"]
 
-logger = logging.getLogger("twinlens.fit.pixelised")
+logger = logging.getLogger("twinlens.inversion")
 
 
 @dataclass(frozen=True)
@@ -210,14 +210,14 @@ def solve_normal(
         None (default): the source unconstrained, the linear light profiles' intensities
         non-negative (solved on the Schur complement, see the module documentation). A backend
         name (``numpy``, ``numba`` or ``jax``): every unknown constrained to be >= 0, by the
-        non-negative least-squares solver of :mod:`twinlens.fit.nnls` on ``(F + R', D)``,
+        non-negative least-squares solver of :mod:`twinlens.inversion.nnls` on ``(F + R', D)``,
         which minimises the same ``chi^2 + s^T R s``.
     backend : str, optional
         The backend of the non-negative solver for the intensities (``numpy`` or ``numba``
         with ``xp = numpy``; default ``numpy``, and ``jax`` with ``jax.numpy``).
     log_det_regularization : float, optional
         ``ln det R`` when it is known in closed form
-        (:func:`~twinlens.fit.pixelised.regularization.lattice_log_det`): ``R`` is then not
+        (:func:`~twinlens.inversion.regularization.lattice_log_det`): ``R`` is then not
         factorised.
     """
     n_source = regularization.shape[0]
@@ -319,7 +319,7 @@ def _unknowns(
     xp: Any,
 ) -> Any:
     """``x = (s, a)``, given the Cholesky factor of the source block ``A_ss``."""
-    from twinlens.fit.nnls import nnls_gram
+    from twinlens.inversion.nnls import nnls_gram
 
     n_source = regularization.shape[0]
     n_linear = curvature.shape[0] - n_source

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from twinlens.fields import ValueIdentity, static_field
-from twinlens.fit.imaging import Imaging
-from twinlens.fit.psf import convolve
 from twinlens.grids import SubPixelLayout, sub_pixel_rule
+from twinlens.imaging.dataset import Imaging
+from twinlens.imaging.psf import convolve
 
 __all__ = [
     "MaskedLayout",
@@ -179,7 +179,7 @@ def border_indices(masked: MaskedLayout) -> np.ndarray:
     """Positions of the border sub-pixels in ``masked.layout``'s points: the outer ring of
     sub-pixels of the mask refined to sub-pixel resolution when the oversampling is uniform
     (``f x f`` sub-pixels), else every sub-pixel of the mask's outer-edge pixels."""
-    from twinlens.fit.pixelised.border import border_mask, border_sub_indices
+    from twinlens.inversion.border import border_mask, border_sub_indices
 
     grid = masked.dataset.grid
     levels = masked.layout.levels
@@ -212,7 +212,7 @@ class SparseBlurred:
 
     def curvature(self) -> np.ndarray:
         """``F = B~^T B~``, dense ``(n_source, n_source)``."""
-        from twinlens.fit.pixelised import loops
+        from twinlens.inversion import loops
 
         compiled = loops.compiled()
         out = np.zeros((self.n_source, self.n_source))
@@ -224,7 +224,7 @@ class SparseBlurred:
 
     def transpose_times(self, x: np.ndarray) -> np.ndarray:
         """``B~^T x`` for ``x (n_mask,)``."""
-        from twinlens.fit.pixelised import loops
+        from twinlens.inversion import loops
 
         out = np.empty(self.n_source)
         loops.compiled().transpose_times(
@@ -234,7 +234,7 @@ class SparseBlurred:
 
     def times(self, x: np.ndarray) -> np.ndarray:
         """``B~ x`` for ``x (n_source,)``."""
-        from twinlens.fit.pixelised import loops
+        from twinlens.inversion import loops
 
         out = np.empty(self.indptr.size - 1)
         loops.compiled().rows_times(
@@ -256,7 +256,7 @@ def sparse_blurred(
 ) -> SparseBlurred:
     """:class:`SparseBlurred` from the mesh's interpolation (``indices``, ``weights``
     ``(n_sub, k)``) with rows scaled by ``row_scale (n_mask,)`` (``1 / sigma``); numba."""
-    from twinlens.fit.pixelised import loops
+    from twinlens.inversion import loops
 
     compiled = loops.compiled()
     dataset = masked.dataset

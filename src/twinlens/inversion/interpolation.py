@@ -125,7 +125,7 @@ def _axis_fraction(values: Any, edges: Any, xp: Any) -> tuple[Any, Any]:
 
 def _cell_numpy(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """``clip(searchsorted(edges, values, "right") - 1, 0, n - 2)``, faster where the edges are
-    near uniform (:class:`~twinlens.fit.pixelised.meshes.Rectangular`): a guess by
+    near uniform (:class:`~twinlens.inversion.meshes.Rectangular`): a guess by
     arithmetic, corrected by a step either way, checked, and the binary search only where a
     guess is still wrong."""
     n = edges.shape[0]

@@ -1,6 +1,6 @@
 """Image-plane vertices for a Delaunay source mesh, placed by brightness.
 
-An overlay grid (:func:`~twinlens.fit.pixelised.meshes.overlay_points`) spends as many
+An overlay grid (:func:`~twinlens.inversion.meshes.overlay_points`) spends as many
 vertices on empty sky as on the lensed arcs. Given the image-plane brightness of a previous
 fit (its model image of the lensed source, or the data itself), :func:`kmeans_vertices`
 clusters the masked-in pixel centres with weights rising with that brightness, so the

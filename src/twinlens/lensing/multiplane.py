@@ -15,7 +15,7 @@ source redshift ``z_s``, ``alpha_i = (D_is / D_s) alpha_hat_i`` (``alpha_hat_i``
 deflection angle): an Einstein radius is the one the galaxy would have alone in front of the
 source at ``z_s``. This is lenstronomy's MultiPlane convention, so parameters carry over
 unchanged. With one plane, ``beta = theta - alpha(theta)``: a :class:`MultiPlaneTracer` with
-all lenses at one redshift equals a :class:`~twinlens.fit.tracer.Tracer`.
+all lenses at one redshift equals a :class:`~twinlens.lensing.tracer.Tracer`.
 
 The distance ratios ``beta_ij`` are computed once on the host, with
 :mod:`astropy.cosmology`, and enter both backends as constants. They depend on the
@@ -59,8 +59,8 @@ import numpy as np
 from twinlens.backend import resolve_backend
 from twinlens.backend.concrete import is_concrete
 from twinlens.fields import static_field
-from twinlens.fit.tracer import Galaxy, Tracer
 from twinlens.kernels import lensing
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.messages import shown
 from twinlens.profiles.base import _numbers, assemble, positions
 
@@ -196,12 +196,12 @@ def _delay_weights(
 class MultiPlaneTracer(Tracer):
     """Lens galaxies on several planes (by their redshifts) and sources behind them all.
 
-    The multi-plane counterpart of :class:`~twinlens.fit.tracer.Tracer`, with the same
+    The multi-plane counterpart of :class:`~twinlens.lensing.tracer.Tracer`, with the same
     methods: ``deflections`` (``theta - beta``), ``source_plane`` (``beta``), ``hessian`` (of
     the whole mapping), ``magnification``, ``convergence`` (half the trace of the hessian),
     ``image``, and it is accepted by :class:`~twinlens.FitImaging`,
     :class:`~twinlens.ImagingLikelihood`, :class:`~twinlens.Model` and
-    :class:`~twinlens.ImageSolver`. See :mod:`twinlens.fit.multiplane` for the equations and
+    :class:`~twinlens.ImageSolver`. See :mod:`twinlens.lensing.multiplane` for the equations and
     the convention (each profile's parameters define its reduced deflection toward
     ``z_source``, as in lenstronomy).
 
@@ -487,8 +487,8 @@ class MultiPlaneTracer(Tracer):
         all images (only differences are observable).
 
         ``t = sum_i [tau_i |theta_i - theta_{i+1}|^2 / 2 - T_i psi_i(theta_i)] / c`` over the
-        planes, the ray traced through them (:mod:`twinlens.fit.multiplane` derives it). With
-        one plane it is :func:`twinlens.fit.point_sources.arrival_times` with
+        planes, the ray traced through them (:mod:`twinlens.lensing.multiplane` derives it). With
+        one plane it is :func:`twinlens.lensing.point_sources.arrival_times` with
         ``D_dt = (1 + z_d) D_d D_s / D_ds``.
 
         Parameters

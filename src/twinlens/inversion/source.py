@@ -1,10 +1,10 @@
-"""A pixelised source inside a :class:`~twinlens.fit.tracer.Tracer`: what
-:class:`~twinlens.fit.likelihood.FitImaging`, :class:`~twinlens.batch.ImagingLikelihood`, the
-fit configuration and the plots use.
+"""A pixelised source inside a :class:`~twinlens.lensing.tracer.Tracer`: what
+:class:`~twinlens.likelihood.imaging.FitImaging`,
+:class:`~twinlens.likelihood.ImagingLikelihood`, the fit configuration and the plots use.
 
-A source galaxy holds a :class:`~twinlens.fit.pixelised.Pixelization` in its ``pixelization``
+A source galaxy holds a :class:`~twinlens.inversion.Pixelization` in its ``pixelization``
 field (``Galaxy(light=Pixelization(...))`` is moved there). A tracer with one is scored by the
-Bayesian log-evidence of the inversion (:func:`~twinlens.fit.pixelised.log_evidence`), which
+Bayesian log-evidence of the inversion (:func:`~twinlens.inversion.log_evidence`), which
 is then the likelihood a search maximises; the regularisation coefficient is a parameter
 (``sources[i].pixelization.regularization.coefficient``) like any other.
 
@@ -15,7 +15,7 @@ What may stand beside the pixelised source:
   image is subtracted from the data once, before the inversion;
 * lens light with **linear** profiles (intensities solved): the lens light is then evaluated
   at every call and its linear profiles' intensities are solved jointly with the source
-  pixels (:mod:`~twinlens.fit.pixelised.inversion`), so its other parameters may be free too.
+  pixels (:mod:`~twinlens.inversion.solve`), so its other parameters may be free too.
   Free lens-light parameters without a linear profile are refused (that light is subtracted
   once): make one of its profiles linear;
 * nothing else in the source plane: one pixelised source galaxy, with no light profiles.
@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend.concrete import is_batched, is_tracer
-from twinlens.fit.imaging import Imaging
-from twinlens.fit.pixelised.fit import FitPixelised, Pixelization
-from twinlens.fit.pixelised.meshes import Delaunay, Rectangular
-from twinlens.fit.tracer import Galaxy, Tracer
+from twinlens.imaging.dataset import Imaging
+from twinlens.inversion.meshes import Delaunay, Rectangular
+from twinlens.inversion.pixelization import FitPixelised, Pixelization
+from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.messages import shown
 from twinlens.profiles.base import _numbers
 
@@ -72,7 +72,7 @@ class PixelisedParts:
 
 
 def has_pixelization(tracer: Any) -> bool:
-    """Whether ``tracer`` (a :class:`~twinlens.fit.tracer.Tracer`) holds a pixelised source."""
+    """Whether ``tracer`` (a :class:`~twinlens.lensing.tracer.Tracer`) holds a pixelised source."""
     return isinstance(tracer, Tracer) and bool(tracer.pixelizations)
 
 
@@ -145,7 +145,7 @@ def subtract_lens_light(dataset: Imaging, lens_light: Tracer) -> Imaging:
 def lens_light_image(dataset: Imaging, lens_light: Tracer | None) -> np.ndarray:
     """The blurred lens light ``(ny, nx)`` inside the mask, 0 outside (and 0 without lens
     light)."""
-    from twinlens.fit.likelihood import blurred_terms
+    from twinlens.lensing.blurred import blurred_terms
 
     out = np.zeros(dataset.grid.n_pixels)
     if lens_light is not None:
@@ -186,7 +186,7 @@ class PixelisedSourceFit:
 
     @property
     def log_evidence(self) -> Any:
-        """The log-evidence of the inversion (see :func:`~twinlens.fit.pixelised.log_evidence`)."""
+        """The log-evidence of the inversion (see :func:`~twinlens.inversion.log_evidence`)."""
         return self.inversion.log_evidence
 
     @property
@@ -197,7 +197,7 @@ class PixelisedSourceFit:
     @property
     def intensities(self) -> Any:
         """The lens light's linear intensities solved with the source, in
-        :attr:`Tracer.linear_profiles <twinlens.fit.tracer.Tracer.linear_profiles>` order
+        :attr:`Tracer.linear_profiles <twinlens.lensing.tracer.Tracer.linear_profiles>` order
         (empty without linear lens light)."""
         return self.inversion.intensities
 
@@ -224,12 +224,12 @@ def _host_matrices(fit: FitPixelised) -> tuple[Any, np.ndarray, np.ndarray, np.n
     source's blurred columns, then those of the fit's linear lens light (unit intensity);
     ``R' = diag(R, 0)``; ``D = B^T C^-1 (d - l)``, ``l`` the blurred image of the lens
     light's parametric (fixed-intensity) profiles, 0 without lens light."""
-    from twinlens.fit.pixelised.fit import _lens_light_terms
-    from twinlens.fit.pixelised.mapping import (
+    from twinlens.inversion.mapping import (
         MaskedLayout,
         blurred_mapping_matrix,
         mapping_matrix,
     )
+    from twinlens.inversion.pixelization import _lens_light_terms
 
     points = np.asarray(fit.source_plane_points)
     vertices = np.asarray(fit.source_vertices)
@@ -320,7 +320,7 @@ def source_on_grid(
     xs, ys = np.meshgrid(centre[0] + axis, centre[1] + axis)
     mesh = fit.pixelization.mesh
     if isinstance(mesh, Rectangular):
-        from twinlens.fit.pixelised.interpolation import lattice_weights
+        from twinlens.inversion.interpolation import lattice_weights
 
         # the lattice's own columns and rows (uniform, or at quantiles for an adaptive mesh)
         nx = mesh.shape[1]

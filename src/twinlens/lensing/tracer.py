@@ -54,6 +54,12 @@ def _as_tuple(owner: object, name: str, kind: type) -> None:
     object.__setattr__(owner, name, value)
 
 
+def _is_pixelization(value: Any) -> bool:
+    """Whether ``value`` is a pixelised source (:class:`~twinlens.inversion.Pixelization`,
+    which marks itself so: the inversion room sits above lensing and is not imported here)."""
+    return bool(getattr(type(value), "is_pixelization", False))
+
+
 @dataclass(frozen=True, eq=False)
 class Galaxy(ValueIdentity):
     """A galaxy: mass profiles (for a lens) and light profiles (lens light or source).
@@ -64,7 +70,7 @@ class Galaxy(ValueIdentity):
         :mod:`twinlens.mass` profiles.
     light : profile or tuple of profiles
         :mod:`twinlens.light` profiles (linear ones have their intensities solved by a fit).
-        A :class:`~twinlens.fit.pixelised.Pixelization` given here is moved to
+        A :class:`~twinlens.inversion.Pixelization` given here is moved to
         ``pixelization``.
     pixelization : Pixelization, optional
         A pixelised source (a source galaxy's light reconstructed on a mesh; see
@@ -72,7 +78,7 @@ class Galaxy(ValueIdentity):
     redshift : float, optional
         The galaxy's redshift, a finite number >= 0 (static configuration, not a fit
         parameter). A :class:`Tracer` ignores it (one lens plane); a
-        :class:`~twinlens.fit.multiplane.MultiPlaneTracer` puts each lens galaxy on the plane
+        :class:`~twinlens.lensing.multiplane.MultiPlaneTracer` puts each lens galaxy on the plane
         of its redshift. None (the default) for single-plane lensing.
     """
 
@@ -82,18 +88,14 @@ class Galaxy(ValueIdentity):
     redshift: Any = static_field(default=None)
 
     def __post_init__(self) -> None:
-        from twinlens.fit.pixelised.fit import Pixelization
-
         light = self.light if isinstance(self.light, (tuple, list)) else (self.light,)
-        pixelizations = [p for p in light if isinstance(p, Pixelization)]
+        pixelizations = [p for p in light if _is_pixelization(p)]
         if pixelizations:  # Galaxy(light=Pixelization(...)): the pixelization's own field
             if self.pixelization is not None or len(pixelizations) > 1:
                 raise ValueError("Galaxy: give one Pixelization (light or pixelization), not two")
             object.__setattr__(self, "pixelization", pixelizations[0])
-            object.__setattr__(
-                self, "light", tuple(p for p in light if not isinstance(p, Pixelization))
-            )
-        if self.pixelization is not None and not isinstance(self.pixelization, Pixelization):
+            object.__setattr__(self, "light", tuple(p for p in light if not _is_pixelization(p)))
+        if self.pixelization is not None and not _is_pixelization(self.pixelization):
             raise TypeError(
                 "Galaxy.pixelization must be a Pixelization, got "
                 f"{type(self.pixelization).__name__}"
@@ -189,7 +191,7 @@ class Tracer(ValueIdentity):
         there is none) and the unit-intensity images of linear ones, in profile order.
 
         On numba the whole tracer runs as one compiled loop when every profile allows it
-        (:mod:`twinlens.fit.fused`)."""
+        (:mod:`twinlens.lensing.fused`)."""
         eager = self._has_free_values()
         recalled_mass, direct_mass = self._mass_split(x, y, backend, grid, eager)
         # lens light is seen on the image plane: recalled where the memo applies
@@ -206,7 +208,7 @@ class Tracer(ValueIdentity):
         stored_images = [s for s in lens_slots if isinstance(s, Recalled) and s.kind == "array"]
         computed = None
         if backend == "numba" and getattr(x, "ndim", 0) == 1:
-            from twinlens.fit.fused import fused_light
+            from twinlens.lensing.fused import fused_light
 
             computed = fused_light(
                 direct_mass, direct_lens, sources, x, y, tuple(recalled_mass), tuple(stored_images)
@@ -243,7 +245,7 @@ class Tracer(ValueIdentity):
 
     @property
     def pixelizations(self) -> list[Any]:
-        """The pixelised sources (:class:`~twinlens.fit.pixelised.Pixelization`), in galaxy
+        """The pixelised sources (:class:`~twinlens.inversion.Pixelization`), in galaxy
         order (a fit takes at most one, in a source galaxy)."""
         return [g.pixelization for g in (*self.lenses, *self.sources) if g.pixelization is not None]
 

@@ -12,7 +12,7 @@ Images that move with the model (a point-source likelihood's ``imaging_positions
 are rendered at every evaluation by the same :func:`render`, from traced positions under JAX.
 
 **Sub-pixel placement.** A point at pixel ``(i0, j0)`` seen through the PSF is the kernel
-centred there (what :func:`~twinlens.fit.psf.convolve` makes of a one-pixel image). At a
+centred there (what :func:`~twinlens.imaging.psf.convolve` makes of a one-pixel image). At a
 fractional offset the kernel is shifted, by one of two rules (``shift``):
 
 * ``"fourier"`` (default): the Fourier shift theorem (zero-padded, transformed, multiplied by the
@@ -41,8 +41,8 @@ import numpy as np
 
 from twinlens.backend import any_jax, array_module
 from twinlens.fields import ValueIdentity, static_field
-from twinlens.fit.psf import PSF
 from twinlens.grids import Grid2D
+from twinlens.imaging.psf import PSF
 from twinlens.user_warnings import warn_user
 
 __all__ = [

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from twinlens.backend.numba_runtime import read_only
 from twinlens.kernels.compile import BLOCK, build, generate  # one block size: L1-sized
-from twinlens.kernels.registry import Kernel, KernelCall, batch_params, read_only
+from twinlens.kernels.registry import Kernel, KernelCall, batch_params
 from twinlens.memo import Recalled
 
 __all__ = ["fused_light"]

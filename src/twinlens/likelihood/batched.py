@@ -1,6 +1,6 @@
 """The imaging log-likelihood as a function of parameter vectors, one at a time or in batches.
 
-:class:`ImagingLikelihood` binds a dataset, a model (a :class:`~twinlens.fit.tracer.Tracer`
+:class:`ImagingLikelihood` binds a dataset, a model (a :class:`~twinlens.lensing.tracer.Tracer`
 holding every fixed value) and the paths of its free parameters. It hashes by value, so JAX
 compiles once per likelihood and chunk shape, and a rebuilt-identical likelihood reuses the
 program.
@@ -17,7 +17,7 @@ Batches run as one computation per chunk:
   whole chunk in parallel;
 * JAX: ``jit(vmap(...))`` of the single evaluation.
 
-A model with a pixelised source (:mod:`twinlens.fit.pixelised.source`) is scored by the
+A model with a pixelised source (:mod:`twinlens.inversion.source`) is scored by the
 log-evidence of its source inversion; on numba and numpy its chunks run one vector at a time
 (each builds its own mesh), under JAX as above.
 
@@ -41,17 +41,18 @@ from twinlens.backend import resolve_backend
 from twinlens.backend.concrete import batched
 from twinlens.environment import env_number
 from twinlens.fields import ValueIdentity, static_field
-from twinlens.fit.imaging import Imaging
-from twinlens.fit.likelihood import blurred_terms, solve_and_score
-from twinlens.fit.nnls import counting, warn_unconverged
-from twinlens.fit.pixelised.source import (
+from twinlens.imaging.dataset import Imaging
+from twinlens.imaging.point_images import PointImages, check_point_images
+from twinlens.inversion.nnls import counting, warn_unconverged
+from twinlens.inversion.source import (
     PixelisedSourceFit,
     free_lens_light,
     has_pixelization,
     pixelised_parts,
 )
-from twinlens.fit.point_images import PointImages, check_point_images
-from twinlens.fit.tracer import Tracer
+from twinlens.lensing.blurred import blurred_terms
+from twinlens.lensing.tracer import Tracer
+from twinlens.likelihood.imaging import solve_and_score
 from twinlens.messages import shown
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.profiles.checks import collect_validity
@@ -77,7 +78,7 @@ class ImagingLikelihood(ValueIdentity):
         order. Default: every scalar parameter of ``model``.
     point_images : PointImages, optional
         Unresolved images at fixed positions whose fluxes are solved with the linear light
-        (:mod:`twinlens.fit.point_images`).
+        (:mod:`twinlens.imaging.point_images`).
     """
 
     dataset: Imaging = static_field()
@@ -202,7 +203,8 @@ class ImagingLikelihood(ValueIdentity):
         self, values: np.ndarray, backend: str, point_columns: Any = None
     ) -> np.ndarray:
         """``log L`` of each row on numba or numpy; ``point_columns (n_rows, n_images,
-        n_mask)``: point images rendered per row by the caller (:mod:`twinlens.batch.joint`)."""
+        n_mask)``: point images rendered per row by the caller
+        (:mod:`twinlens.likelihood.joint`)."""
         valid, tracer = batch_of_models(self._model_of, values, self.reference)
         if self._pixelised:  # one mesh per vector
             rows = (

@@ -7,11 +7,11 @@ An image at ``theta`` of a source at ``beta`` has the Fermat potential
 ``psi`` the lens galaxies' summed lensing potential; its light arrives at
 ``t = D_dt / c * phi`` (:func:`twinlens.cosmology.time_delay_days`), of which only differences
 between images are observable. Images are the stationary points of ``phi``
-(:mod:`twinlens.fit.lens_equation` finds them).
+(:mod:`twinlens.lensing.lens_equation` finds them).
 
 :func:`arrival_times` and :func:`time_delays` also take a
-:class:`~twinlens.fit.multiplane.MultiPlaneTracer`, whose delays follow from its cosmology's
-distances plane by plane (:meth:`~twinlens.fit.multiplane.MultiPlaneTracer.arrival_times`):
+:class:`~twinlens.lensing.multiplane.MultiPlaneTracer`, whose delays follow from its cosmology's
+distances plane by plane (:meth:`~twinlens.lensing.multiplane.MultiPlaneTracer.arrival_times`):
 give no ``time_delay_distance`` then. A multi-plane lens has no single Fermat potential, so
 :func:`fermat_potential` takes single-plane tracers only.
 """
@@ -24,8 +24,8 @@ import numpy as np
 
 from twinlens.backend import array_module, resolve_backend
 from twinlens.cosmology import time_delay_days
-from twinlens.fit.multiplane import MultiPlaneTracer
-from twinlens.fit.tracer import Tracer
+from twinlens.lensing.multiplane import MultiPlaneTracer
+from twinlens.lensing.tracer import Tracer
 from twinlens.profiles.base import _numbers, positions
 
 __all__ = ["arrival_times", "fermat_potential", "time_delays"]
@@ -76,7 +76,7 @@ def arrival_times(
     ----------
     tracer, xy, source, backend
         As for :func:`fermat_potential`; or a
-        :class:`~twinlens.fit.multiplane.MultiPlaneTracer`, for which ``source`` may be None
+        :class:`~twinlens.lensing.multiplane.MultiPlaneTracer`, for which ``source`` may be None
         (each ray's own source-plane position).
     time_delay_distance : float
         ``D_dt``, Mpc (:func:`twinlens.cosmology.time_delay_distance`; may be a JAX tracer).

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from twinlens.fields import ValueIdentity, static_field
-from twinlens.fit import fits_io, noise
-from twinlens.fit.psf import PSF, convolve
 from twinlens.grids import Grid2D, SubPixelLayout, bin_to_pixels
+from twinlens.imaging import fits_io, noise
+from twinlens.imaging.psf import PSF, convolve
 
 __all__ = ["Imaging", "simulate"]
 
@@ -180,7 +180,7 @@ def simulate(
     The image is computed on the grid's sub-pixels over the whole image, averaged to pixels and
     convolved with ``psf``. Noise is either Poisson plus background (``exposure_time``
     seconds, ``background_sky`` and ``background_rms`` in the image's units per second; see
-    :func:`twinlens.fit.noise.add_noise`) or Gaussian of standard deviation ``noise_sigma``;
+    :func:`twinlens.imaging.noise.add_noise`) or Gaussian of standard deviation ``noise_sigma``;
     ``seed`` makes it reproducible. The returned dataset uses ``grid`` (its mask included).
     """
     if tracer.n_linear:

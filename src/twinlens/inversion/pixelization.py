@@ -1,14 +1,14 @@
 """A lens model fitted to imaging with a pixelised source: the log-evidence on every backend.
 
-The pipeline of one evaluation, for lens mass profiles in a :class:`~twinlens.fit.tracer.Tracer`
+The pipeline of one evaluation, for lens mass profiles in a :class:`~twinlens.lensing.tracer.Tracer`
 and a :class:`Pixelization` (mesh plus regularisation):
 
 1. trace the masked-in sub-pixels (and, for a Delaunay mesh, the overlay vertices) to the
    source plane, ``beta = theta - alpha(theta)``;
-2. relocate those beyond the border (:mod:`~twinlens.fit.pixelised.border`);
-3. build the mesh and its interpolation weights (:mod:`~twinlens.fit.pixelised.meshes`);
-4. the mapping matrix, binned and blurred (:mod:`~twinlens.fit.pixelised.mapping`);
-5. solve and score (:mod:`~twinlens.fit.pixelised.inversion`).
+2. relocate those beyond the border (:mod:`~twinlens.inversion.border`);
+3. build the mesh and its interpolation weights (:mod:`~twinlens.inversion.meshes`);
+4. the mapping matrix, binned and blurred (:mod:`~twinlens.inversion.mapping`);
+5. solve and score (:mod:`~twinlens.inversion.solve`).
 
 Backends: ``numpy`` is the reference; ``numba`` runs the relocation and the mapping and
 blurring of the (sparse) mapping matrix as compiled loops, and the dense algebra with BLAS and
@@ -23,24 +23,16 @@ import logging
 import math
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from twinlens.backend import resolve_backend
 from twinlens.fields import ValueIdentity, static_field
-from twinlens.fit.imaging import Imaging
-from twinlens.fit.nnls import counting, note_unconverged
-from twinlens.fit.pixelised import loops, triangulation
-from twinlens.fit.pixelised.border import relocate
-from twinlens.fit.pixelised.inversion import (
-    InversionTerms,
-    gram,
-    one_blas_thread,
-    solve,
-    solve_normal,
-)
-from twinlens.fit.pixelised.mapping import (
+from twinlens.imaging.dataset import Imaging
+from twinlens.inversion import loops, triangulation
+from twinlens.inversion.border import relocate
+from twinlens.inversion.mapping import (
     MaskedLayout,
     blurred_columns,
     blurred_mapping_matrix,
@@ -48,16 +40,24 @@ from twinlens.fit.pixelised.mapping import (
     mapping_matrix,
     sparse_blurred,
 )
-from twinlens.fit.pixelised.meshes import Delaunay, MeshMapping, Rectangular
-from twinlens.fit.pixelised.regularization import EPSILON, Curvature, Regularization
-from twinlens.fit.tracer import Tracer
+from twinlens.inversion.meshes import Delaunay, MeshMapping, Rectangular
+from twinlens.inversion.nnls import counting, note_unconverged
+from twinlens.inversion.regularization import EPSILON, Curvature, Regularization
+from twinlens.inversion.solve import (
+    InversionTerms,
+    gram,
+    one_blas_thread,
+    solve,
+    solve_normal,
+)
+from twinlens.lensing.tracer import Tracer
 from twinlens.messages import shown
 from twinlens.profiles.base import _numbers
 from twinlens.profiles.checks import POSITIVE_RANGE
 
 __all__ = ["FitPixelised", "Pixelization", "log_evidence"]
 
-logger = logging.getLogger("twinlens.fit.pixelised")
+logger = logging.getLogger("twinlens.inversion")
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,15 +68,18 @@ class Pixelization(ValueIdentity):
     ----------
     mesh : Rectangular or Delaunay
     regularization : Regularization
-        :class:`~twinlens.fit.pixelised.regularization.Constant`,
-        :class:`~twinlens.fit.pixelised.regularization.Curvature` (rectangular meshes) or
-        :class:`~twinlens.fit.pixelised.regularization.AdaptiveBrightness`; its
+        :class:`~twinlens.inversion.regularization.Constant`,
+        :class:`~twinlens.inversion.regularization.Curvature` (rectangular meshes) or
+        :class:`~twinlens.inversion.regularization.AdaptiveBrightness`; its
         ``coefficient`` is ``lambda``.
     positive : bool
         Constrain the source pixels (and any jointly solved intensities) to be >= 0, by
-        non-negative least squares (:func:`~twinlens.fit.pixelised.inversion.solve_normal`);
+        non-negative least squares (:func:`~twinlens.inversion.solve.solve_normal`);
         default False (the unconstrained, linear solution).
     """
+
+    #: what a Galaxy recognises a pixelised source by (lensing does not import this room)
+    is_pixelization: ClassVar[bool] = True
 
     mesh: Any
     regularization: Any
@@ -194,7 +197,7 @@ def _lens_light_terms(lens_light: Tracer | None, dataset: Imaging, backend: str)
     the parametric part, then each linear profile's unit-intensity image; None without."""
     if lens_light is None:
         return None
-    from twinlens.fit.likelihood import blurred_terms
+    from twinlens.lensing.blurred import blurred_terms
 
     return blurred_terms(lens_light, dataset, backend)
 
@@ -382,7 +385,7 @@ def log_evidence(
     lens_light: Tracer | None = None,
 ) -> Any:
     """The Bayesian log-evidence of ``dataset`` given the lens ``tracer`` and a pixelised
-    source (see :mod:`twinlens.fit.pixelised.inversion` for the terms).
+    source (see :mod:`twinlens.inversion.solve` for the terms).
 
     Parameters
     ----------
@@ -418,7 +421,7 @@ class FitPixelised:
         Galaxies of light only (no mass, no pixelization), fitted with the source: its
         parametric profiles' blurred image is subtracted from the data, and its linear
         profiles' blurred unit-intensity images are solved jointly with the source pixels
-        (:mod:`~twinlens.fit.pixelised.inversion`); evaluated at every call, so its parameters
+        (:mod:`~twinlens.inversion.solve`); evaluated at every call, so its parameters
         may vary (be JAX tracers).
     """
 

@@ -1,1 +1,0 @@
-"""Datasets, PSFs, simulation and likelihoods."""
