@@ -125,7 +125,7 @@ def _autoarray_case(name, lens, data, pix, repeats):
     except ImportError:
         return []
     from twinlens.inversion import FitPixelised
-    from twinlens.inversion import fit as pixfit
+    from twinlens.inversion import pixelization as pixfit
 
     fit = FitPixelised(data, lens, pix, "numba")
     masked = pixfit._problem(data, pix.mesh).masked

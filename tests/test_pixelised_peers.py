@@ -19,7 +19,7 @@ import pytest
 from pixelised_cases import lens_tracer, small_dataset
 
 from twinlens.inversion import Constant, Delaunay, FitPixelised, Pixelization
-from twinlens.inversion import fit as pixfit
+from twinlens.inversion import pixelization as pixfit
 from twinlens.inversion.mapping import mapping_matrix
 
 pytestmark = pytest.mark.peers

@@ -9,7 +9,7 @@ from scipy.signal import convolve2d
 
 from twinlens.imaging.dataset import Imaging
 from twinlens.inversion import Delaunay, Rectangular
-from twinlens.inversion import fit as pixfit
+from twinlens.inversion import pixelization as pixfit
 from twinlens.inversion.border import relocate
 from twinlens.inversion.mapping import MaskedLayout, sparse_blurred
 

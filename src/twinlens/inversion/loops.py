@@ -257,4 +257,4 @@ def compiled() -> ModuleType:
     # waiters change no result. Effective when OpenMP has not started yet in this process.
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
-    return numba_runtime.compile_module(sys.modules[__name__], _FUNCTIONS, "fit_pixelised")
+    return numba_runtime.compile_module(sys.modules[__name__], _FUNCTIONS, "inversion_loops")

@@ -294,7 +294,7 @@ def _numba_solvers():
     numba_runtime.load()
     fingerprint = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
     source = _NUMBA_SOURCE.format(fingerprint=fingerprint, cache=numba_runtime.cache_enabled())
-    module = numba_runtime.import_generated("fit_nnls", source)
+    module = numba_runtime.import_generated("inversion_nnls", source)
     return module.one, module.batch
 
 

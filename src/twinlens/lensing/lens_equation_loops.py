@@ -68,4 +68,4 @@ def compiled() -> ModuleType:
 
     from twinlens.backend import numba_runtime
 
-    return numba_runtime.compile_module(sys.modules[__name__], _FUNCTIONS, "fit_lens_equation")
+    return numba_runtime.compile_module(sys.modules[__name__], _FUNCTIONS, "lensing_lens_equation")

@@ -52,8 +52,7 @@ from twinlens.likelihood.point_source import (
     model_images,
 )
 from twinlens.messages import shown
-from twinlens.model.model import POINT_SOURCE
-from twinlens.model.paths import get_path, parameter_paths, set_paths
+from twinlens.model.paths import POINT_SOURCE, get_path, parameter_paths, set_paths
 from twinlens.profiles.checks import collect_validity
 
 __all__ = ["JointLikelihood"]

@@ -20,7 +20,7 @@ import numpy as np
 from twinlens.fields import ValueIdentity, static_field, value_key
 from twinlens.lensing.tracer import Tracer
 from twinlens.messages import shown
-from twinlens.model.paths import get_path, parameter_paths, set_paths
+from twinlens.model.paths import POINT_SOURCE, get_path, parameter_paths, set_paths
 from twinlens.model.priors import Prior
 
 __all__ = ["Model", "latex_label", "path_from_latex_label"]
@@ -50,9 +50,6 @@ _LABELS = {
     "flux": "F",
     "h0": r"H_0",
 }
-
-#: the prefix of a point source's parameter paths (``point_source.centre[0]``)
-POINT_SOURCE = "point_source."
 
 
 def latex_label(path: str) -> str:

@@ -17,7 +17,10 @@ from typing import Any
 
 from twinlens.fields import ValueIdentity
 
-__all__ = ["get_path", "parameter_paths", "readable_label", "set_paths"]
+#: the prefix of a point source's parameter paths (``point_source.centre[0]``)
+POINT_SOURCE = "point_source."
+
+__all__ = ["POINT_SOURCE", "get_path", "parameter_paths", "readable_label", "set_paths"]
 
 _TOKEN = re.compile(r"([A-Za-z_]\w*)((?:\[\d+\])*)")
 
