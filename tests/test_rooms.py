@@ -25,7 +25,7 @@ ROOMS = [
     ["likelihood"],
     ["model"],
     ["search"],
-    ["convert", "export", "coolest"],
+    ["convert", "export", "coolest", "peers"],
     ["job"],
     ["catalogue"],
     ["cli", "validate", "info", "__main__", "__init__"],
