@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -68,6 +68,13 @@ def _member_values(value: Any) -> np.ndarray:
 class _Decomposed(MassProfile):
     """Shared behaviour: decompose, then delegate every quantity to the equivalent MGE."""
 
+    # Declared for the type checker only (the concrete dataclasses define the fields): at run
+    # time an annotation on a class that is not a dataclass trips the ValueIdentity guard.
+    if TYPE_CHECKING:
+        centre: tuple[float, float]
+        ell_comps: tuple[float, float]
+        n_gaussians: int
+
     def _recipe(self) -> Recipe:
         """``(decompose, normalisation, shape, options)``: the amplitudes are
         ``normalisation * decompose(1.0, *shape, **dict(options))[0]`` (every decomposition is
@@ -103,7 +110,7 @@ class _Decomposed(MassProfile):
         ``mass_to_light_ratio`` (the decomposition of a concrete shape is cached by value)."""
         _, norm, _, _ = self._recipe()
         unit, sigmas = self._unit()
-        centre, ell_comps = self.centre, self.ell_comps  # type: ignore[attr-defined]
+        centre, ell_comps = self.centre, self.ell_comps
         return MGE(sigmas, unit, centre=centre, ell_comps=ell_comps, mass_to_light_ratio=norm)
 
     def kernel_call(self, quantity: str) -> KernelCall | None:
@@ -111,10 +118,10 @@ class _Decomposed(MassProfile):
         return self.mge().kernel_call(quantity)
 
     def _check_shape(self) -> None:
-        check_pair(self, "centre", self.centre)  # type: ignore[attr-defined]
-        check_ellipticity(self, "ell_comps", self.ell_comps)  # type: ignore[attr-defined]
+        check_pair(self, "centre", self.centre)
+        check_ellipticity(self, "ell_comps", self.ell_comps)
         # the decomposition's quadrature needs N_QUAD >= 2 n_gaussians
-        check_count(self, "n_gaussians", self.n_gaussians, 2, gd.N_QUAD // 2)  # type: ignore[attr-defined]
+        check_count(self, "n_gaussians", self.n_gaussians, 2, gd.N_QUAD // 2)
 
 
 @dataclass(frozen=True, eq=False)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twinlens.backend.concrete import is_batched
 from twinlens.kernels import isothermal
@@ -23,6 +23,12 @@ class _Isothermal(MassProfile):
     Forms: ``spherical`` (ellipticity exactly (0, 0)), ``elliptical`` (a concrete ellipticity;
     exact for every q in (0, 1]) and ``traced`` (JAX tracers; smooth through e = 0).
     """
+
+    # Declared for the type checker only (the concrete dataclasses define the fields): at run
+    # time an annotation on a class that is not a dataclass trips the ValueIdentity guard.
+    if TYPE_CHECKING:
+        centre: tuple
+        einstein_radius: float
 
     def _ell(self) -> tuple:
         return (0.0, 0.0)
@@ -46,12 +52,12 @@ class _Isothermal(MassProfile):
         shape = shape_parameters(e1, e2, form)
         return KernelCall(
             isothermal.KERNELS[(quantity, form)],
-            (*self.centre, *shape, self.einstein_radius, self._core()),  # type: ignore[attr-defined]
+            (*self.centre, *shape, self.einstein_radius, self._core()),
         )
 
     def _check_common(self) -> None:
-        check_pair(self, "centre", self.centre)  # type: ignore[attr-defined]
-        check_positive(self, "einstein_radius", self.einstein_radius)  # type: ignore[attr-defined]
+        check_pair(self, "centre", self.centre)
+        check_positive(self, "einstein_radius", self.einstein_radius)
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,8 +13,8 @@ profiles, so the flux inside ``R`` does not depend on ``q``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from dataclasses import Field, dataclass, fields
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -73,8 +73,21 @@ class LightProfile(ValueIdentity):
     None (linear variants, whose images are already at unit intensity, and expansions).
     """
 
-    n_linear: ClassVar[int] = 0
     linear_parameter: ClassVar[str | None] = None
+
+    # Declared for the type checker only: at run time an annotation on a class that is not a
+    # dataclass trips the ValueIdentity guard, and the concrete dataclasses define the fields.
+    if TYPE_CHECKING:
+        centre: tuple
+        ell_comps: tuple
+
+        # read-only, so that a subclass may make it a property (GaussianBasis)
+        @property
+        def n_linear(self) -> int:
+            """How many intensities the fit solves: a class constant (0 here, 1 in the linear
+            variants) or a property of the fields."""
+    else:
+        n_linear: ClassVar[int] = 0
 
     def image(self, xy: Any, backend: str | None = None) -> Any:
         """Surface brightness (intensity units) at ``xy (..., 2)``, shape ``xy.shape[:-1]``."""
@@ -122,8 +135,8 @@ class LightProfile(ValueIdentity):
         return [call(x, y, backend) for call in calls]
 
     def _check_shape(self) -> None:
-        check_pair(self, "centre", self.centre)  # type: ignore[attr-defined]
-        check_ellipticity(self, "ell_comps", self.ell_comps)  # type: ignore[attr-defined]
+        check_pair(self, "centre", self.centre)
+        check_ellipticity(self, "ell_comps", self.ell_comps)
 
 
 class _Linear:
@@ -133,10 +146,12 @@ class _Linear:
     n_linear: ClassVar[int] = 1
     intensity: ClassVar[float] = 1.0
     parametric: ClassVar[type]
+    if TYPE_CHECKING:  # mixed only into dataclasses, so dataclasses.fields accepts self
+        __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
 
     def with_intensity(self, intensity: float) -> Any:
         """The parametric profile with this intensity (e.g. the one a fit solved)."""
-        values = {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
         return self.parametric(**values, intensity=intensity)
 
 
@@ -149,25 +164,35 @@ def _check_sersic_index(owner: object, value: Any) -> None:
 
 
 class _SersicFamily(LightProfile):
+    if TYPE_CHECKING:  # for the type checker only, as in LightProfile
+        effective_radius: float
+
+        # read-only: a field, or a class constant (Exponential's index, a linear variant's
+        # unit intensity)
+        @property
+        def sersic_index(self) -> float: ...
+        @property
+        def intensity(self) -> float: ...
+
     def _b(self) -> Any:
-        return light_kernels.sersic_b(self.sersic_index)  # type: ignore[attr-defined]
+        return light_kernels.sersic_b(self.sersic_index)
 
     def _image_call(self) -> KernelCall:
         """The Sersic kernel with this profile's shape and intensity."""
         params = (
-            *self.centre,  # type: ignore[attr-defined]
-            *self.ell_comps,  # type: ignore[attr-defined]
-            self.effective_radius,  # type: ignore[attr-defined]
-            self.sersic_index,  # type: ignore[attr-defined]
+            *self.centre,
+            *self.ell_comps,
+            self.effective_radius,
+            self.sersic_index,
             self._b(),
-            self.intensity,  # type: ignore[attr-defined]
+            self.intensity,
         )
         return KernelCall(light_kernels.SERSIC, params)
 
     def _check_sersic(self) -> None:
         self._check_shape()
-        check_positive(self, "effective_radius", self.effective_radius)  # type: ignore[attr-defined]
-        _check_sersic_index(self, self.sersic_index)  # type: ignore[attr-defined]
+        check_positive(self, "effective_radius", self.effective_radius)
+        _check_sersic_index(self, self.sersic_index)
 
 
 @dataclass(frozen=True, eq=False)
@@ -263,26 +288,31 @@ class LinearExponential(_Linear, _ExponentialShape):
 
 
 class _CoreSersicFamily(_SersicFamily):
+    if TYPE_CHECKING:  # for the type checker only, as in LightProfile
+        break_radius: float
+        gamma: float
+        alpha: float
+
     def _image_call(self) -> KernelCall:
         """The core-Sersic kernel with this profile's shape and intensity."""
         params = (
-            *self.centre,  # type: ignore[attr-defined]
-            *self.ell_comps,  # type: ignore[attr-defined]
-            self.effective_radius,  # type: ignore[attr-defined]
-            self.sersic_index,  # type: ignore[attr-defined]
+            *self.centre,
+            *self.ell_comps,
+            self.effective_radius,
+            self.sersic_index,
             self._b(),
-            self.break_radius,  # type: ignore[attr-defined]
-            self.gamma,  # type: ignore[attr-defined]
-            self.alpha,  # type: ignore[attr-defined]
-            self.intensity,  # type: ignore[attr-defined]
+            self.break_radius,
+            self.gamma,
+            self.alpha,
+            self.intensity,
         )
         return KernelCall(light_kernels.CORE_SERSIC, params)
 
     def _check_core(self) -> None:
         self._check_sersic()
-        check_non_negative(self, "break_radius", self.break_radius)  # type: ignore[attr-defined]
-        check_range(self, "gamma", self.gamma, 0.0, 2.0, high_open=True)  # type: ignore[attr-defined]
-        check_positive(self, "alpha", self.alpha, low=CORE_SERSIC_ALPHA_MIN)  # type: ignore[attr-defined]
+        check_non_negative(self, "break_radius", self.break_radius)
+        check_range(self, "gamma", self.gamma, 0.0, 2.0, high_open=True)
+        check_positive(self, "alpha", self.alpha, low=CORE_SERSIC_ALPHA_MIN)
 
 
 @dataclass(frozen=True, eq=False)
@@ -343,7 +373,7 @@ class LinearCoreSersic(_Linear, _CoreSersicShape):
 
 class _GaussianLightFamily(LightProfile):
     def _gaussian_call(self, sigma: Any, amplitude: Any) -> KernelCall:
-        params = (*self.centre, *self.ell_comps, sigma, amplitude)  # type: ignore[attr-defined]
+        params = (*self.centre, *self.ell_comps, sigma, amplitude)
         return KernelCall(gaussian_kernels.CONVERGENCE, params)
 
 
@@ -355,6 +385,11 @@ class _GaussianShape(_GaussianLightFamily):
     ell_comps: tuple = (0.0, 0.0)
     sigma: float = 1.0
 
+    if TYPE_CHECKING:  # a property, not an annotation, so that it is no field of this dataclass
+
+        @property
+        def intensity(self) -> float: ...
+
     def __post_init__(self) -> None:
         super().__post_init__()
         self._check_shape()
@@ -362,7 +397,7 @@ class _GaussianShape(_GaussianLightFamily):
 
     def _image_call(self) -> KernelCall:
         """The Gaussian kernel with this profile's shape and intensity."""
-        return self._gaussian_call(self.sigma, self.intensity)  # type: ignore[attr-defined]
+        return self._gaussian_call(self.sigma, self.intensity)
 
 
 @dataclass(frozen=True, eq=False)
@@ -476,7 +511,7 @@ class GaussianBasis(_GaussianLightFamily):
             raise ValueError(f"GaussianBasis.sigmas must be 1-D, got {np.shape(self.sigmas)}")
 
     @property
-    def n_linear(self) -> int:  # type: ignore[override]
+    def n_linear(self) -> int:
         """One solved intensity per Gaussian."""
         return int(np.size(self.sigmas))
 
