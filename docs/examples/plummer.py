@@ -13,12 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twinlens.kernels.domains import Arg, Domain
-from twinlens.kernels.ops import log
-from twinlens.kernels.registry import Kernel, KernelCall, register
-from twinlens.kernels.tolerance import Tolerance
-from twinlens.mass import MassProfile
-from twinlens.profiles.checks import check_pair, check_positive
+from twinlens.extend import (
+    Arg,
+    Domain,
+    Kernel,
+    KernelCall,
+    MassProfile,
+    Tolerance,
+    check_pair,
+    check_positive,
+    ops,
+    register,
+)
 
 
 # 1. The math: plain functions of one point, written with arithmetic (and twinlens.kernels.ops
@@ -55,7 +61,7 @@ def plummer_potential(x, y, centre_x, centre_y, einstein_radius, core_radius):
     dx = x - centre_x
     dy = y - centre_y
     a2 = core_radius * core_radius
-    return 0.5 * einstein_radius * einstein_radius * log((dx * dx + dy * dy + a2) / a2)
+    return 0.5 * einstein_radius * einstein_radius * ops.log((dx * dx + dy * dy + a2) / a2)
 
 
 # 2. The kernels: argument domains (with the degenerate values drawn on purpose), the
