@@ -147,22 +147,66 @@ def write_results(
 
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    model, dataset = config.model, config.dataset
     files: dict[str, Path] = {}
-    point = is_point_estimate(result)
+    files["samples"] = _write_samples(config.model, result, output)
 
-    samples = np.column_stack([result.samples, result.log_likelihood])
-    files["samples"] = output / "samples.csv"
+    n_theta = min(N_EINSTEIN_RADII, len(result.samples))
+    say(f"effective Einstein radius of {n_theta} posterior samples")
+    derived, h0_samples = _derived_quantities(config, result)
+    best = _best_fit(config, result, derived)
+    flags = summary_warnings(result, best.chi_squared, best.n_pixels)
+    files["summary"] = output / "summary.txt"
+    _write_summary(config, result, derived, best, flags, files["summary"])
+
+    fit, solved = best.fit, best.solved
+    if fit is not None:
+        extent_half = _write_images(fit, solved, output, files)
+    else:  # no imaging: a configuration then has a point source
+        extent_half = point_source_half_width(config.point_source.likelihood.data.positions)
+    if plot:
+        say("plots of the fit and the lens")
+        _write_plots(config, result, fit, solved, extent_half, h0_samples, truths, output, files)
+    say("COOLEST export")
+    note, failure = _export_coolest(config, result, fit, solved, output, files)
+
+    files["json"] = output / "result.json"
+    record = _record(config, result, derived, best, flags, note, fingerprint, files)
+    atomic_write_text(json.dumps(record, indent=1) + "\n", files["json"])
+    if failure is not None:
+        raise ExportFailed(
+            f"the COOLEST export failed ({note}); every other result is written in {output}"
+        ) from failure
+    return files
+
+
+@dataclasses.dataclass(frozen=True)
+class _BestFit:
+    """The maximum-likelihood model and, with imaging, its fit to the data."""
+
+    tracer: Any  # the model's tracer at the maximum likelihood
+    solved: Any  # the tracer with its linear intensities solved (itself without imaging)
+    fit: FitImaging | None = None
+    chi_squared: float | None = None
+    n_pixels: int | None = None
+
+
+def _write_samples(model: Model, result: Any, output: Path) -> Path:
+    """``samples.csv``: the equal-weight samples, each with its log-likelihood."""
+    path = output / "samples.csv"
     np.savetxt(
-        files["samples"],
-        samples,
+        path,
+        np.column_stack([result.samples, result.log_likelihood]),
         delimiter=",",
         header=",".join([*model.paths, "log_likelihood"]),
         comments="",
     )
+    return path
 
-    n_theta = min(N_EINSTEIN_RADII, len(result.samples))
-    say(f"effective Einstein radius of {n_theta} posterior samples")
+
+def _derived_quantities(config: Any, result: Any) -> tuple[dict[str, Any], Any]:
+    """The derived quantities' statistics (the effective Einstein radius, and with a point
+    source the time-delay distance and ``H0``), and the ``H0`` samples (None without)."""
+    model, point = config.model, is_point_estimate(result)
     theta = einstein_radii(model, result.samples)
     derived: dict[str, Any] = {
         "einstein_radius": _stats(
@@ -197,69 +241,88 @@ def write_results(
                 f"z_lens = {point_config.z_lens}, z_source = {point_config.z_source} is the "
                 "sampled one, km/s/Mpc",
             )
-    best = model.instance(result.max_likelihood)
-    fit: FitImaging | None = None
-    solved, chi_squared, n_pixels = best, None, None  # a point-source fit without imaging
-    if dataset is not None:
-        seen = None
-        if point_config is not None:  # the images the imaging held at the best fit
-            best_source = model.point_source_instance(result.max_likelihood)
-            seen = best_fit_point_images(point_config.likelihood, best, best_source)
-        fit = FitImaging(dataset, best, "numpy", seen)
-        solved = fit.solved_tracer
-        chi_squared, n_pixels = float(fit.chi_squared), int(dataset.mask_index.size)
-        if seen is not None:
-            derived["point_image_fluxes"] = [float(f) for f in fit.point_image_fluxes]
-            if point_config is not None and point_config.likelihood.images_move:
-                derived["point_image_positions"] = seen.positions.tolist()
-    flags = summary_warnings(result, chi_squared, n_pixels)
-    files["summary"] = output / "summary.txt"
-    files["summary"].write_text(
-        summary_text(
-            result,
-            model,
-            title=config.title,
-            backend=config.backend,
-            chi_squared=chi_squared,
-            n_pixels=n_pixels,
-            einstein_radius=derived["einstein_radius"]
-            if derived["einstein_radius"]["median"] is not None
-            else None,
-            flags=flags,
-            pixelised=fit is not None and fit.pixelised is not None,
-        )
-    )
+    return derived, h0_samples
 
+
+def _best_fit(config: Any, result: Any, derived: dict[str, Any]) -> _BestFit:
+    """The maximum-likelihood model, fitted to the imaging when there is some; the point
+    images it holds then add their fluxes (and, where the images move, their positions) to
+    ``derived``."""
+    model, dataset = config.model, config.dataset
+    point_config = getattr(config, "point_source", None)
+    best = model.instance(result.max_likelihood)
+    if dataset is None:  # a point-source fit without imaging
+        return _BestFit(best, best)
+    seen = None
+    if point_config is not None:  # the images the imaging held at the best fit
+        best_source = model.point_source_instance(result.max_likelihood)
+        seen = best_fit_point_images(point_config.likelihood, best, best_source)
+    fit = FitImaging(dataset, best, "numpy", seen)
+    solved = fit.solved_tracer
+    chi_squared, n_pixels = float(fit.chi_squared), int(dataset.mask_index.size)
+    if seen is not None:
+        derived["point_image_fluxes"] = [float(f) for f in fit.point_image_fluxes]
+        if point_config is not None and point_config.likelihood.images_move:
+            derived["point_image_positions"] = seen.positions.tolist()
+    return _BestFit(best, solved, fit, chi_squared, n_pixels)
+
+
+def _write_summary(
+    config: Any,
+    result: Any,
+    derived: dict[str, Any],
+    best: _BestFit,
+    flags: list[str],
+    path: Path,
+) -> None:
+    """``summary.txt``: the report of :func:`~twinlens.job.summary.summary_text`, then the
+    derived quantities it does not print."""
+    radius = derived["einstein_radius"]
+    text = summary_text(
+        result,
+        config.model,
+        title=config.title,
+        backend=config.backend,
+        chi_squared=best.chi_squared,
+        n_pixels=best.n_pixels,
+        einstein_radius=radius if radius["median"] is not None else None,
+        flags=flags,
+        pixelised=best.fit is not None and best.fit.pixelised is not None,
+    )
+    path.write_text(text + "".join(_summary_lines(derived)))
+
+
+def _summary_lines(derived: dict[str, Any]) -> list[str]:
+    """The summary's lines of ``D_dt``, ``H0`` and the point images in the imaging."""
+    lines = []
     for key, unit in (("time_delay_distance", "Mpc"), ("h0", "km/s/Mpc")):
         if key in derived:
             name = "D_dt" if key == "time_delay_distance" else "H0"
-            with files["summary"].open("a") as f:
-                f.write(interval_text(name, derived[key], unit) + "\n")
-
+            lines.append(interval_text(name, derived[key], unit) + "\n")
     if "point_image_fluxes" in derived:
         fluxes = ", ".join(f"{f:.5g}" for f in derived["point_image_fluxes"])
-        with files["summary"].open("a") as f:
-            f.write(f"point image fluxes in the imaging (best fit): {fluxes}\n")
-            if "point_image_positions" in derived:
-                placed = ", ".join(
-                    f"({x:.5f}, {y:.5f})" for x, y in derived["point_image_positions"]
-                )
-                f.write(f"point image positions, the model's (best fit), arcsec: {placed}\n")
+        lines.append(f"point image fluxes in the imaging (best fit): {fluxes}\n")
+        if "point_image_positions" in derived:
+            placed = ", ".join(f"({x:.5f}, {y:.5f})" for x, y in derived["point_image_positions"])
+            lines.append(f"point image positions, the model's (best fit), arcsec: {placed}\n")
+    return lines
 
-    if fit is not None:
-        extent_half = _write_images(fit, solved, output, files)
-    else:  # no imaging: a configuration then has a point source
-        extent_half = point_source_half_width(config.point_source.likelihood.data.positions)
-    if plot:
-        say("plots of the fit and the lens")
-        _write_plots(config, result, fit, solved, extent_half, h0_samples, truths, output, files)
-    say("COOLEST export")
-    note, failure = _export_coolest(config, result, fit, solved, output, files)
 
-    med = result.medians()
-    lo, hi = result.intervals(0.68)
-    files["json"] = output / "result.json"
-    record = {
+def _record(
+    config: Any,
+    result: Any,
+    derived: dict[str, Any],
+    best: _BestFit,
+    flags: list[str],
+    note: str | None,
+    fingerprint: dict | None,
+    files: dict[str, Path],
+) -> dict[str, Any]:
+    """What ``result.json`` holds (see the module); ``note`` says why ``coolest.json`` is
+    missing."""
+    model, fit = config.model, best.fit
+    point = is_point_estimate(result)
+    return {
         "twinlens_version": __version__,
         "title": config.title,
         "warnings": flags,
@@ -269,21 +332,11 @@ def write_results(
         "seed": result.seed,
         # a point estimate (map) has no interval: its lower_68 and upper_68 are null
         "point_estimate": point,
-        "parameters": {
-            path: {
-                "label": model.labels[i],
-                "prior": repr(prior),
-                "median": float(med[i]),
-                "lower_68": None if point else float(lo[i]),
-                "upper_68": None if point else float(hi[i]),
-                "max_likelihood": float(result.max_likelihood[i]),
-            }
-            for i, (path, prior) in enumerate(model.priors)
-        },
+        "parameters": _parameter_records(model, result, point),
         "derived": derived,
         "max_log_likelihood": float(result.max_log_likelihood),
-        "chi_squared": chi_squared,
-        "n_pixels": n_pixels,
+        "chi_squared": best.chi_squared,
+        "n_pixels": best.n_pixels,
         "log_evidence": _float(result.log_evidence),
         "log_evidence_error": _float(result.log_evidence_error),
         "n_samples": len(result.samples),
@@ -291,10 +344,10 @@ def write_results(
         # the linear profiles' (Tracer.with_intensities takes them); point fluxes are derived
         "solved_intensities": []
         if fit is None
-        else [float(v) for v in np.asarray(fit.intensities)[: best.n_linear]],
+        else [float(v) for v in np.asarray(fit.intensities)[: best.tracer.n_linear]],
         # every scalar of the maximum-likelihood model, fixed ones and solved intensities too
         "max_likelihood_model": {
-            path: float(get_path(solved, path)) for path in parameter_paths(solved)
+            path: float(get_path(best.solved, path)) for path in parameter_paths(best.solved)
         },
         "info": _diagnostics(result.info),
         # coolest.json, or why it is missing
@@ -302,12 +355,24 @@ def write_results(
         "fingerprint": fingerprint,
         "files": sorted(p.name for p in files.values()),
     }
-    atomic_write_text(json.dumps(record, indent=1) + "\n", files["json"])
-    if failure is not None:
-        raise ExportFailed(
-            f"the COOLEST export failed ({note}); every other result is written in {output}"
-        ) from failure
-    return files
+
+
+def _parameter_records(model: Model, result: Any, point: bool) -> dict[str, dict]:
+    """Each free parameter's label, prior, median, 68% interval and maximum-likelihood
+    value."""
+    med = result.medians()
+    lo, hi = result.intervals(0.68)
+    return {
+        path: {
+            "label": model.labels[i],
+            "prior": repr(prior),
+            "median": float(med[i]),
+            "lower_68": None if point else float(lo[i]),
+            "upper_68": None if point else float(hi[i]),
+            "max_likelihood": float(result.max_likelihood[i]),
+        }
+        for i, (path, prior) in enumerate(model.priors)
+    }
 
 
 def _write_plots(

@@ -18,6 +18,7 @@ with nested sampling.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -62,8 +63,8 @@ def _to_params(objective: ObjectiveLike, jax: ModuleType, z: Any) -> Any:
 
 def _params_on_host(objective: ObjectiveLike, jax: ModuleType, z: Any) -> np.ndarray:
     """:func:`_to_params` as one compiled program, read back to the host. Run eagerly, each of
-    the priors' operations compiles on its own (about 20 ms each on a CPU: 41 programs for two
-    priors, a fifth of a short NUTS run on a two-parameter toy)."""
+    the priors' operations compiles on its own (41 programs for two priors, a noticeable share
+    of a short NUTS run on a two-parameter toy)."""
     return np.asarray(jax.jit(lambda z: _to_params(objective, jax, z))(z))
 
 
@@ -158,26 +159,21 @@ class MaximumPosterior(Search):
         """
         jax = _load_jax(self.name, objective)
         optax = require("optax", self.name)
+        log_posterior, finite_log_likelihood = _map_densities(objective, jax)
+        z0, spent = _initial_z(
+            jax, finite_log_likelihood, self.n_starts, objective.n_params, self.seed, self.name
+        )
+        optimise = self._optimiser(jax, optax, log_posterior, progress)
+        z0 = jax.numpy.asarray(z0)
+        best_z, best_value = optimise(z0)
+        return self._result(objective, jax, z0, best_z, best_value, spent)
+
+    def _optimiser(
+        self, jax: ModuleType, optax: ModuleType, log_posterior: Callable, progress: bool
+    ) -> Callable:
+        """The compiled optimisation of every start at once (``z`` of shape ``(n_starts,
+        d)``): each start's best point in ``z`` and its log posterior density."""
         jnp = jax.numpy
-        d = objective.n_params
-
-        def log_prior(z: Any) -> Any:
-            # the prior density from the transform: p(x) = 1 / |det dx/du|
-            jacobian = jax.jacfwd(lambda u: objective.from_unit(u, jnp))(jax.nn.sigmoid(z))
-            return -jnp.linalg.slogdet(jacobian)[1]
-
-        def log_likelihood(z: Any) -> Any:
-            value = objective.jax_log_likelihood(_to_params(objective, jax, z))
-            return jnp.where(jnp.isfinite(value), value, _EXCLUDED)
-
-        def log_posterior(z: Any) -> Any:
-            value = log_likelihood(z) + log_prior(z)
-            return jnp.where(jnp.isfinite(value), value, _EXCLUDED)
-
-        def finite_log_likelihood(z: Any) -> Any:
-            return jnp.where(log_likelihood(z) > _EXCLUDED, 0.0, -jnp.inf)
-
-        z0, spent = _initial_z(jax, finite_log_likelihood, self.n_starts, d, self.seed, self.name)
         schedule = optax.cosine_decay_schedule(self.learning_rate, self.n_steps, alpha=1e-3)
         optimiser = optax.adam(schedule)
         value_and_grad = jax.vmap(jax.value_and_grad(lambda z: -log_posterior(z)))
@@ -217,8 +213,18 @@ class MaximumPosterior(Search):
             better = value > best_value
             return jnp.where(better[:, None], z, best_z), jnp.where(better, value, best_value)
 
-        z0 = jnp.asarray(z0)
-        best_z, best_value = optimise(z0)
+        return optimise
+
+    def _result(
+        self,
+        objective: ObjectiveLike,
+        jax: ModuleType,
+        z0: Any,
+        best_z: Any,
+        best_value: Any,
+        spent: int,
+    ) -> SearchResult:
+        """The best of the optima, with every start's in ``info`` (see :meth:`run`)."""
         optima = _params_on_host(objective, jax, best_z)
         # the objective's own batch at the optima: its programs report a linear solve that ran
         # out of steps, which a gradient step inside the optimiser's program cannot
@@ -248,6 +254,31 @@ class MaximumPosterior(Search):
             seed=self.seed,
             info=info,
         )
+
+
+def _map_densities(objective: ObjectiveLike, jax: ModuleType) -> tuple[Callable, Callable]:
+    """The optimiser's functions of ``z``: the log posterior density of ``x`` (excluded
+    points at :data:`_EXCLUDED`), and 0 where ``log L`` is finite, ``-inf`` where not (which
+    the starting points must avoid)."""
+    jnp = jax.numpy
+
+    def log_prior(z: Any) -> Any:
+        # the prior density from the transform: p(x) = 1 / |det dx/du|
+        jacobian = jax.jacfwd(lambda u: objective.from_unit(u, jnp))(jax.nn.sigmoid(z))
+        return -jnp.linalg.slogdet(jacobian)[1]
+
+    def log_likelihood(z: Any) -> Any:
+        value = objective.jax_log_likelihood(_to_params(objective, jax, z))
+        return jnp.where(jnp.isfinite(value), value, _EXCLUDED)
+
+    def log_posterior(z: Any) -> Any:
+        value = log_likelihood(z) + log_prior(z)
+        return jnp.where(jnp.isfinite(value), value, _EXCLUDED)
+
+    def finite_log_likelihood(z: Any) -> Any:
+        return jnp.where(log_likelihood(z) > _EXCLUDED, 0.0, -jnp.inf)
+
+    return log_posterior, finite_log_likelihood
 
 
 @register("nuts")
@@ -320,7 +351,55 @@ class NUTS(Search):
 
         z0, spent = _initial_z(jax, log_likelihood, self.n_chains, d, self.seed, self.name)
         warmup_key, sample_key = jax.random.split(jax.random.key(self.seed))
+        states, parameters, warmup_steps = self._adapt(
+            jax, blackjax, log_density, warmup_key, z0, progress
+        )
+        sample = self._sampler(jax, blackjax, log_density, parameters, progress)
+        z, _, divergent, acceptance, n_steps = sample(sample_key, states)
+        x, ess, r_hat = self._summarise(objective, jax, blackjax, z)
+        flat_x = np.asarray(x).reshape(-1, d)
+        # the samples' log L from the objective's own batch: its programs report a linear solve
+        # that ran out of steps, which the sampler's program cannot (as MAP does at its optima;
+        # one evaluation per sample, against the many gradients each sample cost)
+        flat_l = np.array(objective.log_likelihood(flat_x), dtype=float)
+        best = int(np.argmax(flat_l))
 
+        info: dict[str, Any] = {
+            "step_size": np.asarray(parameters["step_size"]),
+            "inverse_mass_matrix": np.asarray(parameters["inverse_mass_matrix"]),
+            "n_divergent": int(np.sum(np.asarray(divergent))),
+            "acceptance_rate": float(np.mean(np.asarray(acceptance))),
+            "ess": np.asarray(ess),
+            "r_hat": None if r_hat is None else np.asarray(r_hat),
+            "initial": _params_on_host(objective, jax, jnp.asarray(z0)),
+        }
+        n_evaluations = spent + int(np.sum(np.asarray(warmup_steps))) + int(np.sum(n_steps))
+        return SearchResult(
+            name=self.name,
+            paths=objective.paths,
+            samples=flat_x,
+            log_likelihood=flat_l,
+            max_likelihood=flat_x[best],
+            max_log_likelihood=float(flat_l[best]),
+            log_evidence=None,
+            log_evidence_error=None,
+            n_evaluations=n_evaluations,
+            seed=self.seed,
+            info=info,
+        )
+
+    def _adapt(
+        self,
+        jax: ModuleType,
+        blackjax: ModuleType,
+        log_density: Callable,
+        key: Any,
+        z0: np.ndarray,
+        progress: bool,
+    ) -> Any:
+        """The window adaptation of every chain from ``z0``: the chains' states, their tuned
+        parameters (step size, inverse mass matrix) and the integration steps it took."""
+        jnp = jax.numpy
         keep = blackjax.adaptation.base.get_filter_adapt_info_fn(
             info_keys={"num_integration_steps"}
         )
@@ -342,12 +421,23 @@ class NUTS(Search):
         t0 = time.perf_counter()
         if progress:
             print(f"nuts: warmup, {self.n_warmup} steps x {self.n_chains} chains", flush=True)
-        states, parameters, warmup_steps = adapt(
-            jax.random.split(warmup_key, self.n_chains), jnp.asarray(z0)
-        )
+        out = adapt(jax.random.split(key, self.n_chains), jnp.asarray(z0))
         if progress:
             print(f"nuts: warmup done in {time.perf_counter() - t0:.1f} s", flush=True)
+        return out
 
+    def _sampler(
+        self,
+        jax: ModuleType,
+        blackjax: ModuleType,
+        log_density: Callable,
+        parameters: Any,
+        progress: bool,
+    ) -> Callable:
+        """The compiled sampling of every chain with its adapted ``parameters``: from a key
+        and the chains' states, each step's positions, log densities, divergences,
+        acceptance rates and integration steps."""
+        jnp = jax.numpy
         every = _every(self.n_samples)
 
         def report(i: Any, accept: Any) -> None:
@@ -384,7 +474,14 @@ class NUTS(Search):
             _, out = jax.lax.scan(step, states, (jnp.arange(self.n_samples), keys))
             return out
 
-        z, _, divergent, acceptance, n_steps = sample(sample_key, states)
+        return sample
+
+    def _summarise(
+        self, objective: ObjectiveLike, jax: ModuleType, blackjax: ModuleType, z: Any
+    ) -> Any:
+        """The samples ``z`` (samples, chains, d) as parameters (chains, samples, d), with
+        their effective sample sizes and (two or more chains) R-hat."""
+        jnp = jax.numpy
         diagnostics = blackjax.diagnostics
 
         @jax.jit
@@ -395,34 +492,4 @@ class NUTS(Search):
             r_hat = diagnostics.potential_scale_reduction(x) if self.n_chains > 1 else None
             return x, diagnostics.effective_sample_size(x), r_hat
 
-        x, ess, r_hat = summarise(z)
-        flat_x = np.asarray(x).reshape(-1, d)
-        # the samples' log L from the objective's own batch: its programs report a linear solve
-        # that ran out of steps, which the sampler's program cannot (as MAP does at its optima;
-        # one evaluation per sample, against the many gradients each sample cost)
-        flat_l = np.array(objective.log_likelihood(flat_x), dtype=float)
-        best = int(np.argmax(flat_l))
-
-        info: dict[str, Any] = {
-            "step_size": np.asarray(parameters["step_size"]),
-            "inverse_mass_matrix": np.asarray(parameters["inverse_mass_matrix"]),
-            "n_divergent": int(np.sum(np.asarray(divergent))),
-            "acceptance_rate": float(np.mean(np.asarray(acceptance))),
-            "ess": np.asarray(ess),
-            "r_hat": None if r_hat is None else np.asarray(r_hat),
-            "initial": _params_on_host(objective, jax, jnp.asarray(z0)),
-        }
-        n_evaluations = spent + int(np.sum(np.asarray(warmup_steps))) + int(np.sum(n_steps))
-        return SearchResult(
-            name=self.name,
-            paths=objective.paths,
-            samples=flat_x,
-            log_likelihood=flat_l,
-            max_likelihood=flat_x[best],
-            max_log_likelihood=float(flat_l[best]),
-            log_evidence=None,
-            log_evidence_error=None,
-            n_evaluations=n_evaluations,
-            seed=self.seed,
-            info=info,
-        )
+        return summarise(z)

@@ -141,7 +141,6 @@ class Nautilus(Search):
             When ``output_dir`` holds a checkpoint of a differently defined run.
         """
         nautilus = require("nautilus", "nautilus")
-        d = objective.n_params
 
         def prior(u: np.ndarray) -> np.ndarray:
             return np.asarray(objective.from_unit(u), dtype=float)
@@ -152,17 +151,11 @@ class Nautilus(Search):
             log_l[np.isnan(log_l)] = -np.inf  # a NaN would poison the shells' evidence
             return log_l
 
-        files, resumed = None, False
-        if output_dir is not None:
-            require("h5py", "nautilus")
-            files = CheckpointFiles(Path(output_dir), "nautilus", _readable)
-            record = {**self._identity(), **objective_record(objective)}
-            resumed = files.prepare(record, restart)
-
+        files, resumed = self._checkpoint(objective, output_dir, restart)
         sampler = nautilus.Sampler(
             prior,
             likelihood,
-            n_dim=d,
+            n_dim=objective.n_params,
             n_live=self.n_live,
             n_batch=self.n_batch,
             n_networks=self.n_networks,
@@ -174,7 +167,29 @@ class Nautilus(Search):
         # read the work file (resume) but do not let nautilus write it: _commit writes it
         sampler.filepath = None
         success = self._sample(sampler, files, progress, resumed)
+        return self._result(objective, sampler, files, resumed, success)
 
+    def _checkpoint(
+        self, objective: ObjectiveLike, output_dir: Path | None, restart: bool
+    ) -> tuple[CheckpointFiles | None, bool]:
+        """The checkpoint files in ``output_dir`` (None without one), prepared for this run,
+        and whether it resumes an earlier one."""
+        if output_dir is None:
+            return None, False
+        require("h5py", "nautilus")
+        files = CheckpointFiles(Path(output_dir), "nautilus", _readable)
+        record = {**self._identity(), **objective_record(objective)}
+        return files, files.prepare(record, restart)
+
+    def _result(
+        self,
+        objective: ObjectiveLike,
+        sampler: Any,
+        files: CheckpointFiles | None,
+        resumed: bool,
+        success: bool,
+    ) -> SearchResult:
+        """The finished sampler's posterior and evidence (see :meth:`run`)."""
         points, log_w, log_l = sampler.posterior()
         if not np.any(np.isfinite(log_l)):  # nautilus's own weighting would fail obscurely
             raise RuntimeError(
