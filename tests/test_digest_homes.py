@@ -2,7 +2,7 @@
 
 A checkpoint's record and a finished fit's fingerprint hold digests of value-identity objects
 (a PSF, a tracer, a point source), whose keys hold their classes. The classes of the old
-``twinlens.fit`` and ``twinlens.likelihood`` packages moved to the rooms ``imaging``, ``lensing``,
+``twinlens.fit`` and ``twinlens.batch`` packages moved to the rooms ``imaging``, ``lensing``,
 ``inversion`` and ``likelihood``; a digest still names each class by its first module, so a
 run started before the move resumes after it.
 """
@@ -44,13 +44,13 @@ def _old_digest(value, old_names: dict[type, str]) -> bytes:
 
 def test_moved_classes_keep_their_digests():
     psf = PSF.gaussian(0.1, 0.05, 11)
-    old = {PSF: "<class 'twinlens.imaging.psf.PSF'>"}
+    old = {PSF: "<class 'twinlens.fit.psf.PSF'>"}
     assert value_digest(psf) == _old_digest(psf, old)
 
     tracer = Tracer(Galaxy(mass=SIE((0.0, 0.0), (0.1, 0.0), 1.0)))
     old = {
-        Tracer: "<class 'twinlens.lensing.tracer.Tracer'>",
-        Galaxy: "<class 'twinlens.lensing.tracer.Galaxy'>",
+        Tracer: "<class 'twinlens.fit.tracer.Tracer'>",
+        Galaxy: "<class 'twinlens.fit.tracer.Galaxy'>",
     }
     assert value_digest(tracer) == _old_digest(tracer, old)
     # a class that did not move is named by its own module

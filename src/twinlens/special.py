@@ -77,7 +77,7 @@ def _numba_loop():
     from twinlens.kernels.compile import build, generate
 
     # the point function is inlined into the loop body, so LLVM vectorises the loop across
-    # points (about 4x faster than a call per point)
+    # points (a call per point keeps it from vectorising)
     body = """\
     n = z.shape[0]
     out = np.empty(n, dtype=np.complex128)

@@ -299,7 +299,7 @@ def _run_in_workers(
     context = multiprocessing.get_context("spawn")
     workers = min(jobs, len(groups))
     # the cores shared out: numba's parallel loops running more threads than cores wait on
-    # each other (a call on 512 points took 16 ms instead of 0.1); a loop's values do not
+    # each other (a small call most of all); a loop's values do not
     # depend on its thread count
     threads = max(1, _cores() // workers)
     with ProcessPoolExecutor(

@@ -53,9 +53,9 @@ def keep_freed_memory() -> bool:
 
     A likelihood evaluation allocates and frees arrays of about 10 MB (160,000 points times a
     batch chunk). By default glibc maps each one fresh and returns it at free, so every
-    evaluation pays the page faults again: W5 batches ran at 146 ms per 64 vectors with freed
-    memory kept, against 150-190 ms without, varying with the allocation pattern. The cost is
-    that the process keeps its peak heap. Returns whether the setting was applied."""
+    evaluation pays the page faults again; with freed memory kept, W5's batches ran faster and
+    no longer varied with the allocation pattern. The cost is that the process keeps its peak
+    heap. Returns whether the setting was applied."""
     global _malloc_tuned
     # the variable first: a bad value is reported even once the allocator is tuned
     if env_choice("TWINLENS_MALLOC", ("system",), "") == "system" or _malloc_tuned:

@@ -31,11 +31,10 @@ __all__ = ["PSF", "convolve", "separable_factors"]
 
 DIRECT_MAX_TAPS = 49  # 7 x 7: beyond this the FFT was faster on a 100 x 100 image (benchmarks/)
 #: the passes' taps (``ky + kx``) up to which ``auto`` prefers the separable form: at 21 x 21 on
-#: 100 x 100 images it took 0.12 ms against the FFT's 0.19 (numpy, one image) and 166 ms
-#: against 417 (JAX, 1,600 images); at 41 x 41 the FFT was faster on numpy
+#: 100 x 100 images it beat the FFT on numpy and JAX; at 41 x 41 the FFT was faster on numpy
 SEPARABLE_MAX_TAPS = 48
 #: the longest image axis that JAX convolves in the separable form, each pass a product with
-#: a Toeplitz matrix, whose cost grows with the axis (at 256 x 256 it took 1.4x the FFT's time;
+#: a Toeplitz matrix, whose cost grows with the axis (at 256 x 256 it was slower than the FFT;
 #: beyond this, JAX uses the FFT)
 SEPARABLE_DOT_MAX = 160
 #: the largest second-to-first singular value ratio of a kernel called separable
@@ -163,8 +162,8 @@ def _separable(image: Any, psf: PSF, xp: Any) -> Any:
     if max(ny, nx) > SEPARABLE_DOT_MAX:
         return _fft(image, psf, xp)
     # JAX: each pass a product with the pass's banded Toeplitz matrix. As a sum of shifted
-    # slices (0.8x the time alone) XLA fuses a pass into whatever reads it, and a gather of the
-    # masked-in pixels that read it computed the pass again for every element, 10x slower
+    # slices (faster alone) XLA fuses a pass into whatever reads it, and a gather of the
+    # masked-in pixels that read it computed the pass again for every element
     out = xp.matmul(_toeplitz(psf, ny, 0), image)
     return xp.matmul(out, _toeplitz(psf, nx, 1).T)
 

@@ -25,8 +25,7 @@ from scipy import ndimage
 __all__ = ["border_mask", "border_sub_indices", "relocate"]
 
 #: points per block of the brute-force nearest-border search under JAX: a block's distances
-#: (``_CHUNK x n_border``) stay in the cache; W7 (160,000 points, 1,560 border points, 2 cores):
-#: 241 ms at 256, 511 ms at 2,048
+#: (``_CHUNK x n_border``) stay in the cache, which much larger blocks leave
 _CHUNK = 256
 
 
@@ -138,7 +137,7 @@ _RECOMPUTED_SLACK = 8.0 * float(np.finfo(float).eps)
 def lowest_index_at_min(d2: Any, closest: Any, index: Any) -> Any:
     """Per row of ``d2 (rows, n)``, the lowest index whose value equals ``closest (rows, 1)``,
     its minimum (JAX): argmin's answer from plain minimum reductions, which vectorise (XLA's
-    argmin, a reduction over (value, index) pairs, ran 4-5x slower). XLA may compute ``d2``
+    argmin, a reduction over (value, index) pairs, does not). XLA may compute ``d2``
     again for the comparison with other rounding (fused multiply-adds or not), and then no
     element of a row equals its minimum: such rows take the lowest index within a few
     roundings of it, not a default (a row of NaN gives the last index)."""
@@ -155,8 +154,8 @@ def lowest_index_at_min(d2: Any, closest: Any, index: Any) -> Any:
 @cache
 def _nearest_jax() -> Any:
     """The JAX nearest-border search, with a batching rule that loops over a ``vmap``'s
-    members: batched, each block would hold every member's distances and leave the cache (16
-    members of W7: 8.6 s as a ``vmap`` of the blocks, 3.5 s one member after another)."""
+    members: batched, each block would hold every member's distances and leave the cache (a
+    ``vmap`` of the blocks ran slower than the members one after another)."""
     from twinlens.backend import jax_runtime
 
     jax = jax_runtime.load()

@@ -253,8 +253,8 @@ def compiled() -> ModuleType:
     from twinlens.backend import numba_runtime
 
     # OpenMP worker threads that spin after a parallel loop starve the host's Qhull point
-    # location that follows (17 s against 0.03 s for 20,000 points on 2 busy cores); sleeping
-    # waiters change no result. Effective when OpenMP has not started yet in this process.
+    # location that follows (by orders of magnitude on busy cores); sleeping waiters change
+    # no result. Effective when OpenMP has not started yet in this process.
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
     return numba_runtime.compile_module(sys.modules[__name__], _FUNCTIONS, "inversion_loops")

@@ -207,7 +207,7 @@ def _passive_solve(gram: np.ndarray, rhs: np.ndarray, passive: np.ndarray) -> np
 def _passive_solve_loops(gram, rhs, passive):  # no hints: numba matches them to the overload
     """:func:`_passive_solve` by Gaussian elimination with partial pivoting in plain loops, as
     LAPACK's ``gesv`` factorises, for numba: its ``np.linalg.solve`` and the masking arrays
-    took 5 of the solver's 7.6 s of compiling, paid by a user's first fit."""
+    took most of the solver's compiling, paid by a user's first fit."""
     k = rhs.shape[0]
     index = np.empty(k, dtype=np.int64)
     m = 0

@@ -109,8 +109,8 @@ def one_blas_thread() -> AbstractContextManager[Any]:
 
     The factorisations of an inversion (``n_source`` up to a few thousand) are too small for
     threaded LAPACK to pay, and on a machine whose cores are busy a threaded ``potrf`` waits on
-    descheduled threads: measured 0.05 s on one thread against a median 1.2 s on two, for
-    1,600 x 1,600 on two loaded cores. The limit is process-wide while it lasts."""
+    descheduled threads (for 1,600 x 1,600 on two loaded cores, many times longer than on one
+    thread). The limit is process-wide while it lasts."""
     controller = _blas_controller()
     if controller is None:  # pragma: no cover
         return nullcontext()
@@ -121,7 +121,7 @@ def _log_det_numpy(matrix: np.ndarray, what: str) -> tuple[float, np.ndarray | N
     from scipy.linalg import lapack
 
     # LAPACK's potrf directly: the same factorisation as np.linalg.cholesky, without its
-    # per-call overhead (measured 1 ms against 10-200 ms for 500 x 500 on a busy machine)
+    # per-call overhead (which dominated a 500 x 500 factorisation on a busy machine)
     factor, info = lapack.dpotrf(np.asarray(matrix, dtype=float), lower=1, clean=1)
     diag = np.diagonal(factor)
     if info != 0 or not np.all(np.isfinite(diag) & (diag > 0)):
@@ -286,8 +286,8 @@ def gram(rows: Any, xp: Any, blocks: int = GRAM_BLOCKS) -> Any:
     """``rows @ rows.T`` from the blocks on and above the diagonal only, each below it the
     transpose of its mirror: ``(blocks + 1) / (2 blocks)`` of the products (a BLAS product does
     not know its result is symmetric). Used for ``F`` under JAX, where it is the largest cost
-    of a rectangular source (W7's 1,600 x 7,860 columns, 2 cores: 408 ms as one product, 308
-    ms in 4 blocks, 281 ms in 8)."""
+    of a rectangular source (W7's 1,600 x 7,860 columns: 8 blocks ran faster than 4, and 4
+    faster than one product)."""
     n = rows.shape[0]
     if blocks < 2 or n < 2 * GRAM_MIN_BLOCK:
         return rows @ rows.T

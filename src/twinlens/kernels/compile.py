@@ -41,8 +41,8 @@ class Kernel(Protocol):
     input_dtype: str
 
 
-# No fast-math flag, not even "contract" (fused multiply-adds): it made W2 13% and the W5 loop
-# 27% faster on one core, but LLVM fuses differently in a kernel's own loop and in a tracer's
+# No fast-math flag, not even "contract" (fused multiply-adds): it made W2 and the W5 loop
+# faster, but LLVM fuses differently in a kernel's own loop and in a tracer's
 # fused loop, so a field recalled from the memo differed from the same field computed in the
 # loop in the last bits, and simulating the same data twice in one process gave two datasets.
 _TEMPLATE = """\
@@ -219,16 +219,14 @@ def numba_source(kernel: Kernel) -> str:
 
     The parallel loop runs over blocks of ``BLOCK`` points and calls ``block``, compiled on its
     own, for each: numba's parallel passes then analyse a body of one call instead of the
-    inlined point function (from empty caches: ``isothermal.potential_elliptical`` 8.8 to
-    7.6 s, ``light.sersic`` 2.8 to 2.1 s; W1 and W3 run as fast as before).
+    inlined point function, which compiles faster, and the loops run as fast as before.
 
     For a kernel summed over components (``kernel.components > 0``), within a block the
     component loop is the outer one and the points the inner one: per-component constants then
     hoist out of the inner loop, each inlined point function stays a flat body that vectorises
-    over points (measured 3x faster per Gaussian than a component loop inside each point), and
-    the block's sums stay in the L1 cache (W2, 30 Gaussians on one core: 70 ms against 72 ms
-    with a parallel loop over all points per component, which re-read and re-wrote the outputs
-    30 times).
+    over points (faster per Gaussian than a component loop inside each point), and the block's
+    sums stay in the L1 cache (faster than a parallel loop over all points per component, which
+    re-read and re-wrote the outputs once per component).
     """
     ins = [a.name for a in kernel.inputs]
     pars = [p.name for p in kernel.params]
@@ -364,7 +362,7 @@ def jax_function(kernel: Kernel) -> Callable[..., Any]:
         if n_comp:
             # a scan over the components, accumulating: one component's worth of traced
             # program (a Python loop would unroll once per component), and one component's
-            # intermediates in memory at a time (vmap would hold all of them: 3.7x slower on W2)
+            # intermediates in memory at a time (vmap would hold all of them, and ran slower)
             head = args[:-n_comp]
 
             def step(total, comp):

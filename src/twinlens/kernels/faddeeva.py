@@ -289,8 +289,8 @@ def _jax_upper_factory():
     return upper
 
 
-# inlined at numba's IR level: W1 (Shajib's Gaussian, two of these per point) ran about 8%
-# slower with the op inlined by LLVM (see make_op)
+# inlined at numba's IR level: W1 (Shajib's Gaussian, two of these per point) ran slower with
+# the op inlined by LLVM (see make_op)
 wofz_upper = make_op("wofz_upper", _upper_numpy, _jax_upper_factory, _upper_point, inline="ir")
 wofz_upper.__doc__ = """``(Re w, Im w)`` of the Faddeeva function at ``z = x + i y``, ``y >= 0``.
 

@@ -247,7 +247,7 @@ def _homoeoid_matrix(ee, c2, u):
 def _near_round_setup(dx, dy, e1, e2, sigma):
     # For small |e| the integrand is exp(-a u) times a slowly varying factor,
     # a = r^2 / (2 sigma^2); beyond u = _U_CUT / a it is below exp(-_U_CUT) of its start, so
-    # the rule runs over [0, top], top = min(1, _U_CUT / a) (exp(-38 s) on [0, 1] is integrated
+    # the rule runs over [0, top], top = min(1, _U_CUT / a) (exp(-38 * s) on [0, 1] is integrated
     # to 1e-15 by 40 Gauss-Legendre nodes).
     ee, c2, inv_2s2, ex, ey = _homoeoid_setup(dx, dy, e1, e2, sigma)
     a = (dx * dx + dy * dy) * inv_2s2
@@ -296,7 +296,7 @@ def _near_round_sums_loop(dx, dy, e1, e2, sigma, kappa0):
 def _scan_rule(jax, nodes, weights, node_terms, like, n_out):
     # sum_k weights[k] * node_terms(nodes[k]) in the numpy loop's order, as a lax.scan: one
     # node's program, and one node's intermediates in memory. A vmap over the nodes held
-    # (nodes x points) arrays (256 MB for the 40 nodes of 160,000 points): 3x slower when run,
+    # (nodes x points) arrays (256 MB for the 40 nodes of 160,000 points): slower when run,
     # and a lax.cond holding it slowed the whole program even when it was not taken.
     def step(acc, node_weight):
         node, weight = node_weight
@@ -367,10 +367,10 @@ def _blend_by_form(near_round_fn, elliptical_fn, name):
     (given Shajib's ``(q, phi)``) above.
 
     On JAX a scalar ellipticity (a search's traced parameter) runs the near-round quadrature
-    only where it applies, inside ``lax.cond``: computing it at every point cost 12x Shajib's
-    form alone. Shajib's form stays outside the ``cond`` (with the stand-in ellipticity of
-    :func:`_branch_parameters` when near round), because XLA's CPU backend runs a ``cond``
-    branch about 1.6x slower than the same work in the main program (measured on W1). Under
+    only where it applies, inside ``lax.cond``: computing it at every point cost many times
+    Shajib's form alone. Shajib's form stays outside the ``cond`` (with the stand-in ellipticity
+    of :func:`_branch_parameters` when near round), because XLA's CPU backend runs a ``cond``
+    branch slower than the same work in the main program (measured on W1). Under
     ``vmap`` over parameters JAX turns the ``cond`` into a select of both branches, as before. numpy
     (the reference) and numba blend with ``where``; numba's kernels never reach this op, since
     with concrete parameters :func:`by_ellipticity` picks the form first.
@@ -398,7 +398,7 @@ def _blend_by_form(near_round_fn, elliptical_fn, name):
 
             # checkpointed: reverse mode then keeps only this branch's inputs as residuals; a
             # cond's residuals are the union of both branches', zero-filled for the branch not
-            # taken, and the quadrature's (40 x points arrays) made every gradient 14x slower
+            # taken, and the quadrature's (40 x points arrays) made every gradient many times slower
             @jax.checkpoint
             def near_round(*a):
                 return tuple(jnp.broadcast_to(o, shape) for o in near_round_fn(*a))

@@ -113,7 +113,7 @@ def hessian_spherical(x, y, centre_x, centre_y, einstein_radius, core_radius):
 
 @pointwise
 def _log_core_term(big_s, core_radius, tiny_core):
-    # s ln((s + S) / (2 s)), which -> 0 as s -> 0 (safe at s = 0 on every backend)
+    # s ln((s + S) / (2 * s)), which -> 0 as s -> 0 (safe at s = 0 on every backend)
     safe = where(tiny_core, 1.0, core_radius)
     return where(tiny_core, 0.0, core_radius * log((safe + big_s) / (2.0 * safe)))
 
@@ -317,7 +317,7 @@ def _register(name, point, shape, outputs, tol=_TOL, impls=None):
 
 def _register_traced(name, point, outputs, tol):
     # numba's form of a traced kernel: the round or the elliptical kernel, chosen once per call
-    # (the blend by `where` is for tracers; compiled as such, numba took 37 s for the three).
+    # (the blend by `where` is for tracers; compiled as such, numba took far longer).
     # The round one below the point functions' E2_ROUND: at the centre of an SIE the hessian
     # depends on the direction, which a q within 1e-30 of 1 still picks. The deflections' first
     # order below E_TAYLOR agrees with the elliptical form to its neglected second order.

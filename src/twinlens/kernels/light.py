@@ -153,8 +153,8 @@ def core_sersic(
     """Elliptical core-Sersic surface brightness (lenstronomy's ``CORE_SERSIC``), in the units of
     ``intensity``; ``R`` is floored at ``R_FLOOR`` in the cusp factor only."""
     # libm's exp and log here, not the vectorising ones: log1p keeps this loop scalar anyway,
-    # and nine inlined copies of the polynomials made numba compile it in 6.8 s instead of
-    # 1.0 s and run it 2.4x slower (160,000 points on one core: 30.6 against 12.5 ms)
+    # and nine inlined copies of the polynomials made numba compile it several times longer
+    # and run it slower
     r2 = elliptical_radius_squared(x, y, centre_x, centre_y, e1, e2)
     off = r2 > 0.0
     log_r = 0.5 * log_libm(where(off, r2, 1.0))

@@ -29,8 +29,7 @@ a table of ``M_n`` per set of far components: with the components sorted by ``si
 from a point are the ``K_p`` smallest (both conditions fall as ``1 / sigma^2``), so
 ``table[K]`` holds the moments of the first ``K`` with ``sigma_ref = sigma_(K-1)`` (every ratio
 at most 1, so nothing overflows for ``sigma`` up to the profile's 1e40). A point then costs
-one series, plus both Faddeeva evaluations for its near components only: W2 on one core,
-98 ms to 46 ms (``benchmarks/deflections.py --case W2:twinlens:numba``).
+one series, plus both Faddeeva evaluations for its near components only.
 
 What is computed for a point depends on that point alone (its own ``K_p``, its own damping
 test), never on its neighbours in the block, so a field is bit for bit the same whichever

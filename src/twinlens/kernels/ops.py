@@ -66,14 +66,13 @@ def make_op(
         How numba places the op in its callers. ``True``: compiled once per argument types and
         inlined by LLVM (forced): an out-of-line call per op would cost more than most ops and
         keep loops from vectorising. ``"ir"``: inlined at numba's IR level, typed again at
-        every call site: kernels compile up to 5x slower, so only for an op measured faster
-        that way (``faddeeva.wofz_upper``). ``False``: called; for ops that hold long loops
-        (quadrature rules), whose call costs nothing next to their body.
+        every call site: kernels compile several times slower, so only for an op measured
+        faster that way (``faddeeva.wofz_upper``). ``False``: called; for ops that hold long
+        loops (quadrature rules), whose call costs nothing next to their body.
 
-        LLVM inlining replaced IR inlining as the default: from empty caches
-        ``isothermal.potential_elliptical`` compiled in 1.6 s instead of 7.6 s and W5's fused
-        loop in 2.5 s instead of 6.4 s, with W2-W5 as fast as before (one core); only the
-        Faddeeva kernel behind W1 ran about 8% slower, and it is ``"ir"``.
+        LLVM inlining replaced IR inlining as the default: kernels and fused loops compile
+        several times faster from empty caches, with W2-W5 as fast as before; only the
+        Faddeeva kernel behind W1 ran slower, and it is ``"ir"``.
     """
     if inline not in (True, False, "ir"):  # a misspelt mode would silently be True
         raise ValueError(f"make_op({name!r}): inline must be True, False or 'ir', got {inline!r}")
@@ -154,12 +153,12 @@ where = make_op("where", np.where, "jax.numpy.where", lambda c, a, b: a if c els
 # -- exp and log for numba, as arithmetic that vectorises ----------------------------------
 #
 # numba compiles np.exp and np.log to scalar libm calls, which LLVM cannot vectorise (no SVML
-# in numba's LLVM build): 0.5 ms for 160,000 values, where numpy's SIMD exp takes 0.14 ms.
+# in numba's LLVM build), several times slower than numpy's SIMD exp.
 # Written as a Cody-Waite reduction and a polynomial, with the exponent set through the float's
-# bits, they vectorise (0.24 ms exp, 0.17 ms log there) and stay within 1 ulp of libm on every
-# normal input (tests/test_ops.py checks them against numpy and mpmath, specials included).
+# bits, they vectorise and stay within 1 ulp of libm on every normal input (tests/test_ops.py
+# checks them against numpy and mpmath, specials included).
 # They are separate ops, used where a kernel's time is mostly exp and log (the Sersic light):
-# inlined everywhere, they made numba compile the Gaussian kernels 50% longer.
+# inlined everywhere, they made numba compile the Gaussian kernels longer.
 # The bit casts are numba intrinsics, made when numba is first loaded.
 
 _LOG2E = 1.4426950408889634

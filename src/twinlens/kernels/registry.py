@@ -267,7 +267,7 @@ def batch_params(
     Every array is a writeable C-contiguous copy. numba compiles a loop again for each
     combination of read-only and writeable arguments, and a broadcast view is read-only: an
     unbroadcast param passed on as a view made the same fused loop compile up to three times
-    (30-50 s each on 2 cores) as its members turned batched or not."""
+    as its members turned batched or not."""
     sizes = {int(np.size(p)) for p in scalars if np.ndim(p) > 0}
     sizes |= {int(np.shape(c)[0]) for c in components if np.ndim(c) > 1}
     sizes.discard(1)

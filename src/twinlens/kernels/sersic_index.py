@@ -11,8 +11,8 @@ function), so that ``R_eff`` encloses half of the total light (or mass).
   40-digit mpmath roots at the Chebyshev nodes (``tests/test_light_kernels.py`` recomputes
   them and compares); the largest neglected one is 2e-21. It replaces Newton steps on
   ``jax.scipy.special.gammainc``, whose lowering (an iteration per step, and another for each
-  derivative) was half of the W5 likelihood's JAX compile time (0.72 s against 0.37 s without
-  it). Values are within ``1e-15`` relative of mpmath, and ``jax.grad`` differentiates the
+  derivative) was half of the W5 likelihood's JAX compile time. Values are within ``1e-15``
+  relative of mpmath, and ``jax.grad`` differentiates the
   series, within ``1e-13`` relative of the implicit derivative ``-dP/dn / (dP/db)``. Outside
   ``[0.2, 15]`` the series extrapolates and is not accurate: the profiles refuse such indices
   (an error when concrete, ``-inf`` in a search).

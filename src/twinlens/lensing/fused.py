@@ -182,11 +182,10 @@ def _source(signature: tuple, n_stored: tuple[int, int]) -> str:
     rays); the parallel loop runs over every (batch member, block) pair.
 
     A pass per step, not one loop body for the whole tracer: LLVM vectorises each kernel's
-    pass on its own, where the whole model in one body vectorised worse (W5 on one core: the
-    loop 2.5 ms against 3.2 ms). The passes index slices of the block (``xb[i]``): indexed by
-    an offset (``xs[s + i]``), they did not vectorise (13 ms). Each output is its own 1-D
-    array, passed in (every element is written): with two rows of one 2-D array written per
-    point, LLVM did not vectorise the loop (W6: 12.9 ms against 1.8 ms per call)."""
+    pass on its own, where the whole model in one body vectorised worse. The passes index
+    slices of the block (``xb[i]``): indexed by an offset (``xs[s + i]``), they did not
+    vectorise. Each output is its own 1-D array, passed in (every element is written): with
+    two rows of one 2-D array written per point, LLVM did not vectorise the loop."""
     points: list[tuple[str, Kernel]] = []
     scalars: list[str] = []
     comps: list[str] = []
@@ -286,12 +285,10 @@ def _pass(body: list[str]) -> list[str]:
 
 # One parallel loop over every (member, block) pair serves a single evaluation and a batch
 # alike. A loop parallel over members for batches and over blocks for one member compiled each
-# fused loop twice where both ran (a fit's batches and its single evaluations): 8 to 34 s of
-# CPU cold for the second (W5's batch of 8: 7.8 s first call, now 0.08 s). The parallel body
-# only calls ``block``, compiled on its own: numba's parallel passes analyse every statement
-# of the body, with each kernel inlined into it, and a body that calls one function costs them
-# nothing (from empty caches, W5's loop compiled in 5 s instead of 6.2 s, a tracer with four
-# light profiles in 7.5 s instead of 16 s; the same values, the same run time).
+# fused loop twice where both ran (a fit's batches and its single evaluations). The parallel
+# body only calls ``block``, compiled on its own: numba's parallel passes analyse every
+# statement of the body, with each kernel inlined into it, and a body that calls one function
+# costs them nothing (the same values, the same run time).
 _LOOP = """\
     n = xs.shape[0]
     n_blocks = (n + BLOCK - 1) // BLOCK

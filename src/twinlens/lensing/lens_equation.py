@@ -292,8 +292,7 @@ class ImageSolver(ValueIdentity):
 @contextmanager
 def _serial_when_small(n_sources: int, backend: str) -> Iterator[None]:
     """numba on one thread for a few sources: each parallel kernel call wakes the other
-    threads, which costs more than its few points (measured 6 ms against 0.07 ms per call on
-    2 busy cores)."""
+    threads, which costs far more than its few points (measured on 2 busy cores)."""
     if backend != "numba" or n_sources >= _PARALLEL_MIN_SOURCES:
         yield
         return
@@ -540,9 +539,9 @@ def _jax_program() -> Any:
     return _PROGRAM
 
 
-#: sources per ``lax.map`` step when the solver leaves it open: P1 (docs/benchmarks.rst) on an
-#: H200 solved 1,000 sources in 29-33 ms in steps of 32 and in 1.7-1.8 ms in one step, while on
-#: 2 CPU cores the one step was 2x slower
+#: sources per ``lax.map`` step when the solver leaves it open: on an H200, P1's 1,000 sources
+#: (docs/benchmarks.rst) ran many times faster in one step than in steps of 32, while on 2 CPU
+#: cores the one step was slower
 CPU_BATCH, ACCELERATOR_BATCH = 32, 1024
 
 

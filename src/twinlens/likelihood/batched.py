@@ -166,8 +166,7 @@ class ImagingLikelihood(ValueIdentity):
         values = self._check_vectors(np.asarray(vectors, dtype=float))
         if chunk_size is None:
             # at most the budget; for JAX a power of two, so batch sizes share programs; numba
-            # works best on small chunks, whose arrays stay in cache (W5 on 2 cores: 2.7 ms per
-            # vector in chunks of 8, 3.4 ms in chunks of 64)
+            # works best on small chunks, whose arrays stay in cache
             size = min(self.chunk_size(backend, memory_budget), 1 << (len(values) - 1).bit_length())
             if backend == "jax":
                 # down to a power of two: batches of powers of two then split into whole

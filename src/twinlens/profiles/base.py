@@ -43,8 +43,7 @@ def positions(xy: Any, backend: str) -> tuple[Any, Any, Any]:
 def assemble(xp: Any, parts: list, shape: tuple[int, ...]) -> Any:
     """Components ``parts`` (arrays of one shape, in C order) as one array of trailing
     ``shape``: ``np.stack`` on numpy; on JAX a scatter into zeros, because XLA fuses a kernel
-    into a ``stack`` and then evaluates it once per output element (measured 15 ms against
-    3.5 ms for a power-law deflection on 160,000 points)."""
+    into a ``stack`` and then evaluates it once per output element."""
     first = parts[0]
     if xp is np:
         return np.stack(parts, axis=-1).reshape(*first.shape, *shape)
