@@ -198,3 +198,25 @@ def test_imaging_quickstart_runs_and_backends_agree():
     again, dataset = out["again"], out["dataset"]
     np.testing.assert_array_equal(again.data, dataset.data)
     assert again.grid.pixel_scale == dataset.grid.pixel_scale
+
+
+def test_the_example_imports_only_twinlens_extend_and_the_public_api():
+    import ast
+
+    import twinlens
+
+    source = Path(plummer.__file__).read_text()
+    public = {"twinlens", "twinlens.extend", "twinlens.mass", "twinlens.light"}
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+        elif isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names)
+    ours = {m for m in imported if m.split(".")[0] == "twinlens"}
+    assert ours and ours <= public, ours - public
+    # every name the extension surface offers is there
+    import twinlens.extend as extend
+
+    assert all(hasattr(extend, n) for n in extend.__all__)
+    assert extend.MassProfile is twinlens.mass.MassProfile

@@ -18,7 +18,7 @@ ROOMS = [
     ["kernels"],
     ["grids", "cosmology", "posterior_stats", "special"],
     # parameter paths into value-identity objects: what the likelihoods' vectors set
-    ["profiles", "mass", "light", "model.paths"],
+    ["profiles", "mass", "light", "extend", "model.paths"],
     ["imaging"],
     ["lensing"],
     ["inversion"],

@@ -467,7 +467,7 @@ class FitPixelised:
             terms = InversionTerms(out[6], out[1], out[2], out[3], out[4], out[5], out[0], out[10])
             return _Result(terms, out[7], out[8], out[9])
         # every BLAS call of the host path on one thread, not only the factorisations: the
-        # example's likelihood ran several times faster so than with threaded BLAS on 2 cores
+        # example's likelihood ran several times faster than with threaded BLAS on 2 cores
         with one_blas_thread():
             return _evaluate_host(
                 self.tracer, self.dataset, self.pixelization, self.backend, self.lens_light

@@ -317,7 +317,7 @@ def _register(name, point, shape, outputs, tol=_TOL, impls=None):
 
 def _register_traced(name, point, outputs, tol):
     # numba's form of a traced kernel: the round or the elliptical kernel, chosen once per call
-    # (the blend by `where` is for tracers; compiled as such, numba took far longer).
+    # (the blend by `where` is for tracers, and slow for numba to compile).
     # The round one below the point functions' E2_ROUND: at the centre of an SIE the hessian
     # depends on the direction, which a q within 1e-30 of 1 still picks. The deflections' first
     # order below E_TAYLOR agrees with the elliptical form to its neglected second order.
