@@ -204,6 +204,42 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_debug_source(args: argparse.Namespace) -> int:
+    """Print the numba source generated for a kernel, or for a configuration's fused loop."""
+    if (args.kernel is None) == (args.config is None):
+        return _usage_error("give a kernel name (twinlens validate lists them), or --config FILE")
+    if args.config is not None:
+        from twinlens.job.config import ConfigError, load_config
+        from twinlens.lensing.fused import fused_sources
+
+        try:
+            config = load_config(args.config, backend="numba")
+        except ConfigError as err:
+            return _usage_error(str(err))
+        sources = fused_sources(config.model.instance(config.model.start))
+        if not sources:
+            return _usage_error(
+                f"{args.config}: the model's profiles are not fused into one loop (a sum of "
+                "profiles, or a kernel numba runs by hand): each runs its own kernel"
+            )
+        print("\n\n".join(sources))
+        return 0
+    from twinlens.kernels import compile as generator
+    from twinlens.kernels.registry import get
+
+    try:
+        kernel = get(args.kernel)
+        make = generator.numba_batched_source if args.batched else generator.numba_source
+        print(make(kernel))
+    except KeyError:
+        return _usage_error(
+            f"no kernel named {args.kernel!r}; `twinlens validate --kernel FAMILY` lists them"
+        )
+    except TypeError as err:  # a hand-written numba implementation: nothing is generated
+        return _usage_error(f"{args.kernel}: {err}")
+    return 0
+
+
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from twinlens.job import example
 
@@ -334,6 +370,14 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(func=_cmd_info)
     _add_fit(sub)
     _add_batch(sub)
+    d = sub.add_parser(
+        "debug-source",
+        help="print the numba source generated for a kernel, or for a configuration's fused loop",
+    )
+    d.add_argument("kernel", nargs="?", help="a kernel's name, e.g. isothermal.deflections")
+    d.add_argument("--batched", action="store_true", help="the kernel's batched loop")
+    d.add_argument("--config", help="a fit configuration: its model's fused loop")
+    d.set_defaults(func=_cmd_debug_source)
     s = sub.add_parser("simulate", help="write the built-in example dataset and its fit.toml")
     s.add_argument("directory", help="folder to write into")
     s.add_argument("--seed", type=int, default=1, help="noise seed")

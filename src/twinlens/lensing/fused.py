@@ -18,6 +18,8 @@ other kernel (:func:`twinlens.kernels.compile.generate`).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -28,7 +30,10 @@ from twinlens.kernels.compile import BLOCK, build, generate  # one block size: L
 from twinlens.kernels.registry import Kernel, KernelCall, batch_params
 from twinlens.memo import Recalled
 
-__all__ = ["fused_light"]
+__all__ = ["fused_light", "fused_sources"]
+
+# plans met while fused_sources records (None otherwise): (signature, n_stored) pairs
+_recorded: list[tuple[tuple, tuple[int, int]]] | None = None
 
 #: One step of a plan: its role (``mass``: a deflection; ``fixed``: light of known intensity;
 #: ``column``: a unit-intensity image the likelihood solves for), the call, and the plane of its
@@ -138,6 +143,8 @@ def fused_light(
         return None
     batched = any(np.ndim(p) > 0 for p in scalars) or any(np.ndim(c) > 1 for c in comps)
     signature = tuple((role, call.kernel, plane) for role, call, plane in steps)
+    if _recorded is not None:
+        _recorded.append((signature, (len(stored_mass), len(stored_light))))
     loop = _compiled(signature, (len(stored_mass), len(stored_light)))
     has_fixed = any(role == "fixed" for role, _, _ in steps) or bool(stored_light)
     n_columns = sum(role == "column" for role, _, _ in steps)
@@ -151,6 +158,28 @@ def fused_light(
     if has_fixed:
         return shaped[0], shaped[1:]
     return 0.0, shaped
+
+
+@contextlib.contextmanager
+def _recording() -> Iterator[list]:
+    global _recorded
+    _recorded = []
+    try:
+        yield _recorded
+    finally:
+        _recorded = None
+
+
+def fused_sources(tracer: Any) -> list[str]:
+    """The generated numba source of each fused loop ``tracer``'s image runs, with every field
+    computed in the loop (the memo off); empty when its profiles cannot be fused. What
+    ``twinlens debug-source --config`` prints."""
+    from twinlens import memo
+
+    points = np.array([[0.1, 0.2], [-0.3, 0.4]])
+    with memo.disabled(), _recording() as plans:
+        tracer.image(points, backend="numba")
+    return [_source(signature, n_stored) for signature, n_stored in dict.fromkeys(plans)]
 
 
 @cache
@@ -214,8 +243,9 @@ def _source(signature: tuple, n_stored: tuple[int, int]) -> str:
     for j, (role, kernel, plane) in enumerate(signature):
         points.append((f"_k{j}", kernel))
         n_s, n_c = _n_scalars(kernel), kernel.components
-        s_names = [f"p{j}_{a}" for a in range(n_s)]
-        c_names = [f"c{j}_{a}" for a in range(n_c)]
+        # the kernel's own parameter names (the profile's fields), one prefix per step
+        s_names = [f"k{j}_{arg.name}" for arg in kernel.params[:n_s]]
+        c_names = [f"k{j}_{arg.name}" for arg in kernel.params[n_s:]]
         scalars += s_names
         comps += c_names
         if plane == "source" and has_mass:  # the ray traced through every deflection
