@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard, cast
 
 import numpy as np
 
@@ -25,20 +25,30 @@ if TYPE_CHECKING:
     from twinlens.kernels.domains import Arg
 
 
-class Kernel(Protocol):
+class _Kernel(Protocol):
     """What the generator reads of a kernel (:class:`~twinlens.kernels.registry.Kernel` is the
-    one there is; the registry imports this module, never the other way)."""
+    one there is, a frozen dataclass; the registry imports this module, never the other way)."""
 
     is_kernel: ClassVar[bool]
-    name: str
-    point: Callable[..., Any] | None
-    point_from: str
-    inputs: tuple[Arg, ...]
-    params: tuple[Arg, ...]
-    outputs: tuple[str, ...]
-    components: int
-    dtype: str
-    input_dtype: str
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def point(self) -> Callable[..., Any] | None: ...
+    @property
+    def point_from(self) -> str: ...
+    @property
+    def inputs(self) -> tuple[Arg, ...]: ...
+    @property
+    def params(self) -> tuple[Arg, ...]: ...
+    @property
+    def outputs(self) -> tuple[str, ...]: ...
+    @property
+    def components(self) -> int: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def input_dtype(self) -> str: ...
 
 
 # No fast-math flag, not even "contract" (fused multiply-adds): it made W2 and the W5 loop
@@ -62,7 +72,7 @@ def loop({args}):
 
 def generate(
     what: str,
-    points: Sequence[tuple[str, Kernel | Callable]],
+    points: Sequence[tuple[str, _Kernel | Callable]],
     args: Sequence[str],
     body: str,
     helpers: str = "",
@@ -118,7 +128,7 @@ def build(stem: str, source: str, *dummy: Any) -> Callable[..., Any]:
     return compile_quietly(loop, *dummy)
 
 
-def point_reference(source: Kernel | Callable) -> tuple[str, str]:
+def point_reference(source: _Kernel | Callable) -> tuple[str, str]:
     """``(module, expression)``: where generated code imports a kernel's point function (or a
     plain per-point function) from. A module-level function is imported by name; one made in
     a loop is reached through its kernel's ``point_from``."""
@@ -191,11 +201,11 @@ def math_inputs(modules: Sequence[str]) -> list[str]:
 _PACKAGE = "twinlens.kernels"
 
 
-def _is_kernel(value: Any) -> bool:
+def _is_kernel(value: Any) -> TypeGuard[_Kernel]:
     return bool(getattr(type(value), "is_kernel", False))
 
 
-def _outputs(kernel: Kernel, size: str, alloc: str) -> tuple[list[str], str]:
+def _outputs(kernel: _Kernel, size: str, alloc: str) -> tuple[list[str], str]:
     outs = [f"out_{o}" for o in kernel.outputs]
     dtype = np.dtype(kernel.dtype).name
     return outs, "\n".join(f"    {o} = {alloc}({size}, dtype=np.{dtype})" for o in outs)
@@ -214,7 +224,7 @@ def _store(outs: list[str], call: str, index: str, assign: str, indent: str) -> 
 BLOCK = 512
 
 
-def numba_source(kernel: Kernel) -> str:
+def numba_source(kernel: _Kernel) -> str:
     """The generated numba module for ``kernel`` (exposed for reading and for tests).
 
     The parallel loop runs over blocks of ``BLOCK`` points and calls ``block``, compiled on its
@@ -260,7 +270,7 @@ def numba_source(kernel: Kernel) -> str:
     )
 
 
-def numba_loop(kernel: Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
+def numba_loop(kernel: _Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
     """The compiled-on-first-call numba loop for ``kernel``: 1-D read-only inputs (as
     :class:`~twinlens.kernels.registry.Kernel` passes them), scalar params."""
     dummy: list[Any] = [_input_dummy(kernel.input_dtype) for _ in kernel.inputs]
@@ -271,7 +281,7 @@ def numba_loop(kernel: Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
     return build(kernel.name.replace(".", "_"), numba_source(kernel), *dummy)
 
 
-def numba_batched_source(kernel: Kernel) -> str:
+def numba_batched_source(kernel: _Kernel) -> str:
     """The generated numba module that evaluates ``kernel`` for a batch of parameter sets.
 
     Inputs are flat, either shared by every batch member (``n_per`` values) or one block per
@@ -305,7 +315,7 @@ def numba_batched_source(kernel: Kernel) -> str:
     )
 
 
-def numba_batched_loop(kernel: Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
+def numba_batched_loop(kernel: _Kernel) -> Callable[..., tuple[np.ndarray, ...]]:
     """The compiled batched loop for ``kernel`` (see :func:`numba_batched_source`)."""
     dtype = kernel.input_dtype
     dummy: list[Any] = [1, 1] + [_input_dummy(dtype) for _ in kernel.inputs]
@@ -340,7 +350,7 @@ def compile_quietly(loop: Callable, *dummy: Any) -> Callable:
     return loop
 
 
-def jax_function(kernel: Kernel) -> Callable[..., Any]:
+def jax_function(kernel: _Kernel) -> Callable[..., Any]:
     """``jax.jit`` of the point function, with outputs broadcast to the inputs' shape."""
     jax = jax_runtime.load()
     jnp = jax.numpy
