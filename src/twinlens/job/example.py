@@ -17,6 +17,8 @@ fits them; ``twinlens simulate DIR`` and ``twinlens fit --example`` call it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,15 +55,40 @@ PSF_FWHM, PSF_SIZE = 0.1, 11  # 11 pixels reach 6 sigma of the PSF
 EXAMPLE_SEARCH = {"n_live": 150, "n_eff": 1000, "n_networks": 1}
 QUICK_SEARCH = {"n_live": 100, "n_eff": 500, "n_networks": 1}
 
+
+def _lens_truth(
+    centre: tuple[float, float],
+    ell_comps: tuple[float, float],
+    einstein_radius: float,
+    gamma: tuple[float, float],
+) -> dict[str, float]:
+    """The true values of an SIE (``lenses[0].mass[0]``) plus external shear
+    (``lenses[0].mass[1]``), the lens of both imaging examples, by path."""
+    sie, shear = "lenses[0].mass[0]", "lenses[0].mass[1]"
+    return {
+        f"{sie}.centre[0]": centre[0],
+        f"{sie}.centre[1]": centre[1],
+        f"{sie}.ell_comps[0]": ell_comps[0],
+        f"{sie}.ell_comps[1]": ell_comps[1],
+        f"{sie}.einstein_radius": einstein_radius,
+        f"{shear}.gamma_1": gamma[0],
+        f"{shear}.gamma_2": gamma[1],
+    }
+
+
+def _lens(t: dict[str, float]) -> tuple[SIE, ExternalShear]:
+    """The SIE and shear of a truth made by :func:`_lens_truth`."""
+    sie = SIE(
+        (t["lenses[0].mass[0].centre[0]"], t["lenses[0].mass[0].centre[1]"]),
+        (t["lenses[0].mass[0].ell_comps[0]"], t["lenses[0].mass[0].ell_comps[1]"]),
+        t["lenses[0].mass[0].einstein_radius"],
+    )
+    return sie, ExternalShear(t["lenses[0].mass[1].gamma_1"], t["lenses[0].mass[1].gamma_2"])
+
+
 #: The true values of the example's free parameters, by path.
 TRUTH = {
-    "lenses[0].mass[0].centre[0]": 0.02,
-    "lenses[0].mass[0].centre[1]": -0.01,
-    "lenses[0].mass[0].ell_comps[0]": 0.07,
-    "lenses[0].mass[0].ell_comps[1]": 0.05,
-    "lenses[0].mass[0].einstein_radius": 1.0,
-    "lenses[0].mass[1].gamma_1": 0.03,
-    "lenses[0].mass[1].gamma_2": -0.02,
+    **_lens_truth((0.02, -0.01), (0.07, 0.05), 1.0, (0.03, -0.02)),
     "sources[0].light[0].centre[0]": 0.05,
     "sources[0].light[0].centre[1]": 0.1,
     "sources[0].light[0].ell_comps[0]": -0.088,
@@ -105,12 +132,7 @@ def example_tracer(
 ) -> Tracer:
     """The true lens and source."""
     t = TRUTH
-    sie = SIE(
-        (t["lenses[0].mass[0].centre[0]"], t["lenses[0].mass[0].centre[1]"]),
-        (t["lenses[0].mass[0].ell_comps[0]"], t["lenses[0].mass[0].ell_comps[1]"]),
-        t["lenses[0].mass[0].einstein_radius"],
-    )
-    shear = ExternalShear(t["lenses[0].mass[1].gamma_1"], t["lenses[0].mass[1].gamma_2"])
+    sie, shear = _lens(t)
     light = Sersic(**LENS_LIGHT, sersic_index=LENS_LIGHT_INDEX, intensity=lens_intensity)
     source = Sersic(
         (t["sources[0].light[0].centre[0]"], t["sources[0].light[0].centre[1]"]),
@@ -151,20 +173,6 @@ def config_text(search: dict, backend: str, output: str = "fit_output") -> str:
     """The example's ``fit.toml``."""
     sie, shear, source = "lenses[0].mass[0]", "lenses[0].mass[1]", "sources[0].light[0]"
     lines = [
-        'title = "twinlens example: SIE + shear, Sersic lens light and source"',
-        f"backend = {_toml(backend)}",
-        f"output = {_toml(output)}",
-        "",
-        "[dataset]",
-        'data = "data.fits"',
-        'noise_map = "noise_map.fits"',
-        'psf = "psf.fits"',
-        f"sub_size = {SUB_SIZE}",
-        f"mask_radius = {MASK_RADIUS}",
-        "",
-        "[search]",
-        *(f"{k} = {_toml(v)}" for k, v in search.items()),
-        "",
         "[[lens]]",
         "[[lens.light]]  # its shape measured earlier: fixed; its intensity solved linearly",
         'type = "LinearSersic"',
@@ -188,6 +196,53 @@ def config_text(search: dict, backend: str, output: str = "fit_output") -> str:
         f"effective_radius = {_toml(_free(f'{source}.effective_radius'))}",
         f"sersic_index = {_toml(_free(f'{source}.sersic_index'))}",
     ]
+    title = "twinlens example: SIE + shear, Sersic lens light and source"
+    return config_document(title, backend, output, search, lines, (SUB_SIZE, MASK_RADIUS))
+
+
+def config_document(
+    title: str,
+    backend: str,
+    output: str,
+    search: dict,
+    body: list[str],
+    dataset: tuple[int, float] | None,
+    dataset_note: str = "",
+) -> str:
+    """A built-in example's ``fit.toml``: the head every example shares, then its own lines.
+
+    Parameters
+    ----------
+    title, backend, output : str
+        The file's first entries.
+    search : dict
+        The ``[search]`` table.
+    body : list of str
+        The lines after it (the lens, source and point-source tables).
+    dataset : (int, float) or None
+        Sub-pixels and mask radius of the ``[dataset]`` table of the example's FITS files;
+        None for an example without imaging.
+    dataset_note : str, default ""
+        A comment on the ``[dataset]`` line.
+
+    Returns
+    -------
+    str
+        The file's text.
+    """
+    lines = [f'title = "{title}"', f"backend = {_toml(backend)}", f"output = {_toml(output)}", ""]
+    if dataset is not None:
+        sub_size, mask_radius = dataset
+        lines += [
+            f"[dataset]  # {dataset_note}" if dataset_note else "[dataset]",
+            'data = "data.fits"',
+            'noise_map = "noise_map.fits"',
+            'psf = "psf.fits"',
+            f"sub_size = {sub_size}",
+            f"mask_radius = {mask_radius}",
+            "",
+        ]
+    lines += ["[search]", *(f"{k} = {_toml(v)}" for k, v in search.items()), "", *body]
     return "\n".join(lines) + "\n"
 
 
@@ -202,29 +257,50 @@ def example_config_path(directory: str | Path, overwrite: bool) -> Path:
     return config
 
 
+@dataclass(frozen=True)
+class Imaging:
+    """How a built-in example's data are taken.
+
+    Parameters
+    ----------
+    n_pix : int
+        Pixels along each side of the square image.
+    pixel_scale : float
+        Pixel size, arcsec.
+    psf_fwhm : float
+        FWHM of the Gaussian PSF, arcsec.
+    psf_size : int
+        Pixels along each side of the PSF kernel.
+    noise : float
+        Standard deviation of the Gaussian noise per pixel.
+    """
+
+    n_pix: int
+    pixel_scale: float
+    psf_fwhm: float
+    psf_size: int
+    noise: float
+
+
 def simulate_example_files(
     directory: str | Path,
     tracer: Tracer,
+    imaging: Imaging,
     *,
-    n_pix: int,
-    pixel_scale: float,
-    psf_fwhm: float,
-    psf_size: int,
-    noise: float,
     seed: int,
     overwrite: bool,
 ) -> Path:
-    """Simulate ``tracer`` on an ``n_pix`` square grid (4 x 4 sub-pixels, finer than any fit's)
-    with a Gaussian PSF and Gaussian noise, and write ``data.fits``, ``noise_map.fits`` and
-    ``psf.fits`` into ``directory``; returns the path its ``fit.toml`` is to take (an existing
-    one is a FileExistsError unless ``overwrite``). The one home of every built-in example's
-    data."""
+    """Simulate ``tracer`` as ``imaging`` says (with 4 x 4 sub-pixels, finer than any fit's)
+    and write ``data.fits``, ``noise_map.fits`` and ``psf.fits`` into ``directory``; returns
+    the path its ``fit.toml`` is to take (an existing one is a FileExistsError unless
+    ``overwrite``). The one home of every built-in example's data."""
     config = example_config_path(directory, overwrite)
-    grid = Grid2D.uniform(n_pix, pixel_scale, 4)
-    psf = PSF.gaussian(psf_fwhm, pixel_scale, psf_size)
+    pixel_scale = imaging.pixel_scale
+    grid = Grid2D.uniform(imaging.n_pix, pixel_scale, 4)
+    psf = PSF.gaussian(imaging.psf_fwhm, pixel_scale, imaging.psf_size)
     # a one-off image: nothing to memoise, and numpy spares a compile (half a minute cold)
     with memo.disabled():
-        dataset = simulate(tracer, grid, psf, noise_sigma=noise, seed=seed, backend="numpy")
+        dataset = simulate(tracer, grid, psf, noise_sigma=imaging.noise, seed=seed, backend="numpy")
     from twinlens.imaging import fits_io
 
     for name, image in (
@@ -233,6 +309,51 @@ def simulate_example_files(
         ("psf", psf.kernel),
     ):
         fits_io.write_image(config.parent / f"{name}.fits", image, pixel_scale, overwrite)
+    return config
+
+
+def write_example_files(
+    directory: str | Path,
+    text: Callable[[dict], str],
+    default_search: dict,
+    *,
+    seed: int,
+    search: dict | None,
+    overwrite: bool,
+    scene: tuple[Tracer, Imaging] | None = None,
+) -> Path:
+    """Write a built-in example into ``directory``; the one home of the example writers.
+
+    Parameters
+    ----------
+    directory : str or Path
+        The folder (made if missing).
+    text : callable
+        ``fit.toml``'s text for the ``[search]`` settings it is given.
+    default_search : dict
+        The nautilus settings used when ``search`` is None (with ``seed``).
+    seed : int
+        Seeds the simulated noise and the default search.
+    search : dict or None
+        The ``[search]`` table (its ``name`` included), or None for the default.
+    overwrite : bool
+        Replace an existing ``fit.toml`` (else a FileExistsError) and FITS files.
+    scene : (Tracer, Imaging) or None, default None
+        The true lens and source and how they are observed: simulated into ``data.fits``,
+        ``noise_map.fits`` and ``psf.fits`` (:func:`simulate_example_files`). None writes
+        ``fit.toml`` alone.
+
+    Returns
+    -------
+    Path
+        The path of ``fit.toml``.
+    """
+    if scene is None:
+        config = example_config_path(directory, overwrite)
+    else:
+        config = simulate_example_files(directory, *scene, seed=seed, overwrite=overwrite)
+    search = search or {"name": "nautilus", **default_search, "seed": seed}
+    config.write_text(text(search))
     return config
 
 
@@ -246,20 +367,15 @@ def write_example(
 ) -> Path:
     """Simulate the example into ``directory`` (``data.fits``, ``noise_map.fits``, ``psf.fits``)
     and write the ``fit.toml`` that fits it; returns the path of ``fit.toml``."""
-    config = simulate_example_files(
+    return write_example_files(
         directory,
-        example_tracer(),
-        n_pix=N_PIX,
-        pixel_scale=PIXEL_SCALE,
-        psf_fwhm=PSF_FWHM,
-        psf_size=PSF_SIZE,
-        noise=NOISE,
+        lambda chosen: config_text(chosen, backend),
+        EXAMPLE_SEARCH,
         seed=seed,
+        search=search,
         overwrite=overwrite,
+        scene=(example_tracer(), Imaging(N_PIX, PIXEL_SCALE, PSF_FWHM, PSF_SIZE, NOISE)),
     )
-    search = search or {"name": "nautilus", **EXAMPLE_SEARCH, "seed": seed}
-    config.write_text(config_text(search, backend))
-    return config
 
 
 # -- the pixelised variant ------------------------------------------------------------------
@@ -281,15 +397,7 @@ PIXELISED_SEARCH = {"n_live": 80, "n_eff": 400, "n_networks": 1}
 PIXELISED_QUICK_SEARCH = {"n_live": 50, "n_eff": 200, "n_networks": 1}
 
 #: The true lens of the pixelised example, by path (the regularisation coefficient has none).
-PIXELISED_TRUTH = {
-    "lenses[0].mass[0].centre[0]": 0.02,
-    "lenses[0].mass[0].centre[1]": -0.01,
-    "lenses[0].mass[0].ell_comps[0]": 0.1,
-    "lenses[0].mass[0].ell_comps[1]": 0.05,
-    "lenses[0].mass[0].einstein_radius": 1.0,
-    "lenses[0].mass[1].gamma_1": 0.02,
-    "lenses[0].mass[1].gamma_2": -0.01,
-}
+PIXELISED_TRUTH = _lens_truth((0.02, -0.01), (0.1, 0.05), 1.0, (0.02, -0.01))
 
 PIXELISED_PRIORS = {
     "lenses[0].mass[0].ell_comps[0]": ("uniform", [-0.4, 0.4]),
@@ -305,13 +413,7 @@ def pixelised_example_tracer() -> Tracer:
     """The true lens and irregular source of the pixelised example."""
     from twinlens.light import GaussianLight
 
-    t = PIXELISED_TRUTH
-    sie = SIE(
-        (t["lenses[0].mass[0].centre[0]"], t["lenses[0].mass[0].centre[1]"]),
-        (t["lenses[0].mass[0].ell_comps[0]"], t["lenses[0].mass[0].ell_comps[1]"]),
-        t["lenses[0].mass[0].einstein_radius"],
-    )
-    shear = ExternalShear(t["lenses[0].mass[1].gamma_1"], t["lenses[0].mass[1].gamma_2"])
+    sie, shear = _lens(PIXELISED_TRUTH)
     source = (
         Sersic((0.05, 0.02), (0.1, -0.15), 0.25, 1.2, 0.6),
         GaussianLight(centre=(-0.18, 0.12), sigma=0.06, intensity=1.5),
@@ -331,20 +433,6 @@ def pixelised_config_text(search: dict, backend: str, output: str = "fit_output"
     coefficient = _free_pix("sources[0].pixelization.regularization.coefficient")
     pair = lambda path: _toml([_free_pix(f"{path}[0]"), _free_pix(f"{path}[1]")])  # noqa: E731
     lines = [
-        'title = "twinlens example: SIE + shear, irregular source on a Delaunay mesh"',
-        f"backend = {_toml(backend)}",
-        f"output = {_toml(output)}",
-        "",
-        "[dataset]",
-        'data = "data.fits"',
-        'noise_map = "noise_map.fits"',
-        'psf = "psf.fits"',
-        f"sub_size = {PIX_SUB_SIZE}",
-        f"mask_radius = {PIX_MASK_RADIUS}",
-        "",
-        "[search]",
-        *(f"{k} = {_toml(v)}" for k, v in search.items()),
-        "",
         "[[lens]]",
         "[[lens.mass]]",
         'type = "SIE"',
@@ -362,7 +450,9 @@ def pixelised_config_text(search: dict, backend: str, output: str = "fit_output"
         f'mesh = {{type = "Delaunay", shape = {_toml(list(PIX_MESH_SHAPE))}}}',
         f'regularization = {{type = "Constant", coefficient = {_toml(coefficient)}}}',
     ]
-    return "\n".join(lines) + "\n"
+    title = "twinlens example: SIE + shear, irregular source on a Delaunay mesh"
+    dataset = (PIX_SUB_SIZE, PIX_MASK_RADIUS)
+    return config_document(title, backend, output, search, lines, dataset)
 
 
 def write_pixelised_example(
@@ -375,17 +465,13 @@ def write_pixelised_example(
 ) -> Path:
     """Simulate the pixelised example into ``directory`` and write the ``fit.toml`` that fits
     it with a pixelised source; returns the path of ``fit.toml``."""
-    config = simulate_example_files(
+    imaging = Imaging(PIX_N_PIX, PIX_PIXEL_SCALE, PIX_PSF_FWHM, PIX_PSF_SIZE, PIX_NOISE)
+    return write_example_files(
         directory,
-        pixelised_example_tracer(),
-        n_pix=PIX_N_PIX,
-        pixel_scale=PIX_PIXEL_SCALE,
-        psf_fwhm=PIX_PSF_FWHM,
-        psf_size=PIX_PSF_SIZE,
-        noise=PIX_NOISE,
+        lambda chosen: pixelised_config_text(chosen, backend),
+        PIXELISED_SEARCH,
         seed=seed,
+        search=search,
         overwrite=overwrite,
+        scene=(pixelised_example_tracer(), imaging),
     )
-    search = search or {"name": "nautilus", **PIXELISED_SEARCH, "seed": seed}
-    config.write_text(pixelised_config_text(search, backend))
-    return config

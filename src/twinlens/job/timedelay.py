@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from twinlens import memo
-from twinlens.job.example import example_config_path, simulate_example_files
+from twinlens.job.example import Imaging, config_document, write_example_files
 from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import Sersic
 from twinlens.mass import ExternalShear, PowerLaw
@@ -181,15 +181,6 @@ def timedelay_config_text(
 
     positions = [_rounded(p, 5) for p in point["positions"]]
     what = "time delays of a lensed quasar" if imaging else "a quasar's images and delays alone"
-    dataset = [
-        "[dataset]  # the host galaxy's lensed light (the quasar images subtracted)",
-        'data = "data.fits"',
-        'noise_map = "noise_map.fits"',
-        'psf = "psf.fits"',
-        f"sub_size = {TD_SUB_SIZE}",
-        f"mask_radius = {TD_MASK_RADIUS}",
-        "",
-    ]
     source = [
         "[[source]]",
         "[[source.light]]  # the host galaxy; its intensity is solved linearly",
@@ -206,14 +197,6 @@ def timedelay_config_text(
         else f"{_toml(QUASAR_SLOPE_PRIOR)}  # from elsewhere (imaging, kinematics)"
     )
     lines = [
-        f'title = "twinlens example: {what}, EPL + shear, H0"',
-        f"backend = {_toml(backend)}",
-        f"output = {_toml(output)}",
-        "",
-        *(dataset if imaging else []),
-        "[search]",
-        *(f"{k} = {_toml(v)}" for k, v in search.items()),
-        "",
         "[[lens]]",
         "[[lens.mass]]",
         'type = "PowerLaw"',
@@ -241,7 +224,10 @@ def timedelay_config_text(
         f"z_source = {_toml(Z_SOURCE)}",
         f"omega_m = {_toml(OMEGA_M)}",
     ]
-    return "\n".join(lines) + "\n"
+    title = f"twinlens example: {what}, EPL + shear, H0"
+    dataset = (TD_SUB_SIZE, TD_MASK_RADIUS) if imaging else None
+    note = "the host galaxy's lensed light (the quasar images subtracted)"
+    return config_document(title, backend, output, search, lines, dataset, note)
 
 
 def write_timedelay_example(
@@ -253,22 +239,20 @@ def write_timedelay_example(
     overwrite: bool = False,
 ) -> Path:
     """Simulate the time-delay example into ``directory`` and write its ``fit.toml``."""
-    config = simulate_example_files(
+
+    def text(chosen: dict) -> str:
+        return timedelay_config_text(chosen, backend, _point_source(seed))
+
+    imaging = Imaging(TD_N_PIX, TD_PIXEL_SCALE, TD_PSF_FWHM, TD_PSF_SIZE, TD_NOISE)
+    return write_example_files(
         directory,
-        timedelay_tracer(),
-        n_pix=TD_N_PIX,
-        pixel_scale=TD_PIXEL_SCALE,
-        psf_fwhm=TD_PSF_FWHM,
-        psf_size=TD_PSF_SIZE,
-        noise=TD_NOISE,
+        text,
+        TIMEDELAY_SEARCH,
         seed=seed,
+        search=search,
         overwrite=overwrite,
+        scene=(timedelay_tracer(), imaging),
     )
-    with memo.disabled():
-        point = simulated_point_source(seed)
-    search = search or {"name": "nautilus", **TIMEDELAY_SEARCH, "seed": seed}
-    config.write_text(timedelay_config_text(search, backend, point))
-    return config
 
 
 def write_quasar_example(
@@ -281,12 +265,19 @@ def write_quasar_example(
 ) -> Path:
     """Write the quasar example's ``fit.toml`` into ``directory``: the time-delay example's
     image positions and delays, fitted without imaging (``twinlens fit --example quasar``)."""
-    config = example_config_path(directory, overwrite)
+
+    def text(chosen: dict) -> str:
+        return timedelay_config_text(chosen, backend, _point_source(seed), imaging=False)
+
+    return write_example_files(
+        directory, text, QUASAR_SEARCH, seed=seed, search=search, overwrite=overwrite
+    )
+
+
+def _point_source(seed: int) -> dict[str, Any]:
+    # one-off solves and delays: nothing worth memoising
     with memo.disabled():
-        point = simulated_point_source(seed)
-    search = search or {"name": "nautilus", **QUASAR_SEARCH, "seed": seed}
-    config.write_text(timedelay_config_text(search, backend, point, imaging=False))
-    return config
+        return simulated_point_source(seed)
 
 
 def plot_time_delay_fit(

@@ -4,7 +4,8 @@ maximum-posterior optimiser (optax) and NUTS (blackjax).
 Each search is a thin adapter over its library, which is imported only when a search runs: a
 missing one gives an ImportError naming ``pip install "twinlens[fit]"``. Build an
 :class:`Objective` from a model and a dataset, pick a search (by class, or by name with
-:func:`search_from_config`), and ``run`` it::
+:func:`search_from_config`), and run it (:meth:`~twinlens.search.base.Search.run`, the same
+for every search; each search's class notes say what its result holds)::
 
     objective = Objective.build(model, dataset, backend="numba")
     result = Nautilus(n_live=1000, seed=1).run(objective, output_dir=Path("fit"), progress=True)

@@ -5,9 +5,10 @@ transform) to an :class:`~twinlens.likelihood.ImagingLikelihood` on one backend.
 only the small interface of :class:`ObjectiveLike`, so any object with the same methods (an
 analytic toy likelihood in the tests, say) can be searched too.
 
-Every search returns a :class:`SearchResult`: equal-weight posterior samples (or the optimum,
-for an optimiser), the best point found, the evidence when the search gives one, and
-diagnostics.
+Every search runs by :meth:`Search.run`, with the same arguments for each, and returns a
+:class:`SearchResult`: equal-weight posterior samples (or the optimum, for an optimiser), the
+best point found, the evidence when the search gives one, and diagnostics (each search's class
+notes say which).
 """
 
 from __future__ import annotations
@@ -350,8 +351,10 @@ class SearchResult:
 class Search:
     """Base class of the searches: a frozen dataclass of settings with :meth:`run`.
 
-    Subclasses set ``name`` and implement :meth:`run`; their settings are dataclass fields,
-    checked in ``__post_init__`` (a clear error names the setting and its allowed range).
+    Subclasses set ``name`` and implement ``_run`` (what :meth:`run` does, with the same
+    arguments); their settings are dataclass fields, checked in ``__post_init__`` (a clear
+    error names the setting and its allowed range). Each search's class notes say what its
+    :class:`SearchResult` holds.
     """
 
     name: ClassVar[str] = ""
@@ -373,10 +376,41 @@ class Search:
         progress: bool = False,
         restart: bool = False,
     ) -> SearchResult:
-        """Run the search on ``objective``; checkpoint into ``output_dir`` where the search
-        can, and resume from a checkpoint found there when it belongs to the same run (else
-        refuse, naming what changed; ``restart`` discards it); print progress if
-        ``progress``."""
+        """Run the search on ``objective``.
+
+        Parameters
+        ----------
+        objective : ObjectiveLike
+            The posterior to explore (an :class:`Objective`, or any object with its methods).
+        output_dir : Path or None, default None
+            The folder of a search that checkpoints (``checkpoints``): it resumes from a
+            checkpoint found there when that belongs to the same run, and refuses one of a
+            differently defined run, naming what changed. The other searches do not use it.
+        progress : bool, default False
+            Print progress lines.
+        restart : bool, default False
+            Discard a checkpoint in ``output_dir`` instead of resuming or refusing it.
+
+        Returns
+        -------
+        SearchResult
+            What the search found; its class notes say what ``samples`` and ``info`` hold.
+
+        Raises
+        ------
+        ~twinlens.search.stopping.SearchStopped
+            When a stop was requested (:func:`~twinlens.search.stopping.stop_on_signals`);
+            the checkpoint then holds the work finished before the stop.
+        ~twinlens.search.checkpoint.CheckpointMismatch
+            When ``output_dir`` holds a checkpoint of a differently defined run and
+            ``restart`` is False.
+        """
+        return self._run(objective, output_dir, progress, restart)
+
+    def _run(
+        self, objective: ObjectiveLike, output_dir: Path | None, progress: bool, restart: bool
+    ) -> SearchResult:
+        """The search itself, for :meth:`run` (which documents the arguments)."""
         raise NotImplementedError
 
     def settings(self) -> dict[str, Any]:

@@ -74,6 +74,11 @@ class Emcee(Search):
     :func:`~twinlens.search.stopping.stop_on_signals` a first SIGINT or SIGTERM stops the
     chain after the step in flight, with the checkpoint written, by raising
     :class:`~twinlens.search.stopping.SearchStopped`.
+
+    The result's ``samples`` are the flattened chain after burn-in, every walker, and its
+    ``max_likelihood`` the best point of the whole stored chain. ``info`` holds the acceptance
+    fraction, the integrated autocorrelation times (``autocorrelation_reliable``: whether the
+    chain after burn-in is 50 of them long) and the steps stored.
     """
 
     checkpoints: ClassVar[bool] = True
@@ -95,23 +100,10 @@ class Emcee(Search):
         check_float("Emcee", "init_scale", self.init_scale, 0.0, np.inf)
         check_float("Emcee", "checkpoint_every", self.checkpoint_every, 0.0, np.inf, closed="both")
 
-    def run(
-        self,
-        objective: ObjectiveLike,
-        output_dir: Path | None = None,
-        progress: bool = False,
-        restart: bool = False,
+    def _run(
+        self, objective: ObjectiveLike, output_dir: Path | None, progress: bool, restart: bool
     ) -> SearchResult:
-        """Run (or continue) the chain on ``objective``.
-
-        Returns
-        -------
-        SearchResult
-            ``samples``: the flattened chain after burn-in, every walker; ``max_likelihood``:
-            the best point of the whole stored chain. ``info`` holds the acceptance fraction,
-            the integrated autocorrelation times (``autocorrelation_reliable``: whether the
-            chain after burn-in is 50 of them long) and the steps stored.
-        """
+        """Run (or continue) the chain on ``objective``."""
         emcee = require("emcee", "emcee")
         d = objective.n_params
         if self.n_walkers < 2 * d:

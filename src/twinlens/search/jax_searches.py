@@ -125,6 +125,11 @@ class MaximumPosterior(Search):
     JAX backend only. No checkpoints (optax has none). A point where ``log L`` is ``-inf``
     or NaN counts as excluded, with a zero gradient: a start that lands there stays put and
     loses to the others.
+
+    The result's ``samples`` (one row) and ``max_likelihood`` are the best optimum, the
+    maximum of the posterior; ``info`` holds every start's optimum (``optima``), its log
+    posterior density and ``log L`` (``log_posterior``, ``log_likelihood``), and the starts
+    (``initial``).
     """
 
     backends: ClassVar[tuple[str, ...]] = ("jax",)
@@ -140,23 +145,10 @@ class MaximumPosterior(Search):
         check_float("MaximumPosterior", "learning_rate", self.learning_rate, 0.0, np.inf)
         check_seed("MaximumPosterior", self.seed)
 
-    def run(
-        self,
-        objective: ObjectiveLike,
-        output_dir: Path | None = None,
-        progress: bool = False,
-        restart: bool = False,
+    def _run(
+        self, objective: ObjectiveLike, output_dir: Path | None, progress: bool, restart: bool
     ) -> SearchResult:
-        """Optimise from every start; ``output_dir`` is not used (no checkpoints).
-
-        Returns
-        -------
-        SearchResult
-            ``samples`` (one row) and ``max_likelihood``: the best optimum, the maximum of
-            the posterior; ``info``: every start's optimum (``optima``), its log posterior
-            density and ``log L`` (``log_posterior``, ``log_likelihood``), and the starts
-            (``initial``).
-        """
+        """Optimise from every start; ``output_dir`` is not used (no checkpoints)."""
         jax = _load_jax(self.name, objective)
         optax = require("optax", self.name)
         log_posterior, finite_log_likelihood = _map_densities(objective, jax)
@@ -224,7 +216,7 @@ class MaximumPosterior(Search):
         best_value: Any,
         spent: int,
     ) -> SearchResult:
-        """The best of the optima, with every start's in ``info`` (see :meth:`run`)."""
+        """The best of the optima, with every start's in ``info`` (see the class notes)."""
         optima = _params_on_host(objective, jax, best_z)
         # the objective's own batch at the optima: its programs report a linear solve that ran
         # out of steps, which a gradient step inside the optimiser's program cannot
@@ -304,6 +296,10 @@ class NUTS(Search):
     Notes
     -----
     JAX backend only. No checkpoints (blackjax has none).
+
+    The result's ``samples`` are every chain's samples, chain after chain; ``info`` holds the
+    step sizes and inverse mass matrices per chain, divergences, mean acceptance, effective
+    sample sizes and (two or more chains) ``r_hat``.
     """
 
     backends: ClassVar[tuple[str, ...]] = ("jax",)
@@ -321,22 +317,10 @@ class NUTS(Search):
         check_seed("NUTS", self.seed)
         check_float("NUTS", "target_acceptance_rate", self.target_acceptance_rate, 0.0, 1.0)
 
-    def run(
-        self,
-        objective: ObjectiveLike,
-        output_dir: Path | None = None,
-        progress: bool = False,
-        restart: bool = False,
+    def _run(
+        self, objective: ObjectiveLike, output_dir: Path | None, progress: bool, restart: bool
     ) -> SearchResult:
-        """Adapt and sample every chain; ``output_dir`` is not used (no checkpoints).
-
-        Returns
-        -------
-        SearchResult
-            ``samples``: every chain's samples, chain after chain; ``info``: step sizes and
-            inverse mass matrices per chain, divergences, mean acceptance, effective sample
-            sizes and (two or more chains) ``r_hat``.
-        """
+        """Adapt and sample every chain; ``output_dir`` is not used (no checkpoints)."""
         jax = _load_jax(self.name, objective)
         blackjax = require("blackjax", self.name)
         jnp = jax.numpy

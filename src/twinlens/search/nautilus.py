@@ -85,7 +85,10 @@ class Nautilus(Search):
     first SIGINT or SIGTERM stops the run after the batch in flight, with the checkpoint
     written, by raising :class:`~twinlens.search.stopping.SearchStopped`.
 
-    nautilus gives no error estimate of ``log Z``: ``log_evidence_error`` is None.
+    The result holds equal-weight samples and ``log Z``; nautilus gives no error estimate of
+    ``log Z``, so ``log_evidence_error`` is None. ``info`` holds the effective sample size,
+    whether the run converged, and the weighted posterior (``weighted_samples``,
+    ``log_weights``, ``weighted_log_likelihood``).
     """
 
     checkpoints: ClassVar[bool] = True
@@ -116,30 +119,10 @@ class Nautilus(Search):
             "Nautilus", "checkpoint_every", self.checkpoint_every, 0.0, np.inf, closed="both"
         )
 
-    def run(
-        self,
-        objective: ObjectiveLike,
-        output_dir: Path | None = None,
-        progress: bool = False,
-        restart: bool = False,
+    def _run(
+        self, objective: ObjectiveLike, output_dir: Path | None, progress: bool, restart: bool
     ) -> SearchResult:
-        """Sample the posterior of ``objective`` (see the class notes on checkpoints).
-
-        Returns
-        -------
-        SearchResult
-            Equal-weight samples, ``log Z`` (no error estimate), and in ``info``: the
-            effective sample size, whether the run converged, and the weighted posterior
-            (``weighted_samples``, ``log_weights``, ``weighted_log_likelihood``).
-
-        Raises
-        ------
-        SearchStopped
-            When a stop was requested (:func:`~twinlens.search.stopping.stop_on_signals`);
-            the checkpoint then holds every finished batch.
-        CheckpointMismatch
-            When ``output_dir`` holds a checkpoint of a differently defined run.
-        """
+        """Sample the posterior of ``objective`` (see the class notes on checkpoints)."""
         nautilus = require("nautilus", "nautilus")
 
         def prior(u: np.ndarray) -> np.ndarray:
@@ -189,7 +172,7 @@ class Nautilus(Search):
         resumed: bool,
         success: bool,
     ) -> SearchResult:
-        """The finished sampler's posterior and evidence (see :meth:`run`)."""
+        """The finished sampler's posterior and evidence (see the class notes)."""
         points, log_w, log_l = sampler.posterior()
         if not np.any(np.isfinite(log_l)):  # nautilus's own weighting would fail obscurely
             raise RuntimeError(
