@@ -205,16 +205,15 @@ def _n_scalars(kernel: Kernel) -> int:
     return len(kernel.params) - kernel.components
 
 
+# A pass per step, not one loop body for the whole tracer: LLVM vectorises each kernel's pass
+# on its own, where the whole model in one body vectorised worse. The passes index slices of
+# the block (``xb[i]``): indexed by an offset (``xs[s + i]``), they did not vectorise. Each
+# output is its own 1-D array, passed in (every element is written): with two rows of one 2-D
+# array written per point, LLVM did not vectorise the loop.
 def _source(signature: tuple, n_stored: tuple[int, int]) -> str:
     """The generated module: per block of ``BLOCK`` points, one pass over the block per step
     (sum the deflections into ``ax, ay``, then add or write each light term at the traced
-    rays); the parallel loop runs over every (batch member, block) pair.
-
-    A pass per step, not one loop body for the whole tracer: LLVM vectorises each kernel's
-    pass on its own, where the whole model in one body vectorised worse. The passes index
-    slices of the block (``xb[i]``): indexed by an offset (``xs[s + i]``), they did not
-    vectorise. Each output is its own 1-D array, passed in (every element is written): with
-    two rows of one 2-D array written per point, LLVM did not vectorise the loop."""
+    rays); the parallel loop runs over every (batch member, block) pair."""
     points: list[tuple[str, Kernel]] = []
     scalars: list[str] = []
     comps: list[str] = []
@@ -222,21 +221,10 @@ def _source(signature: tuple, n_stored: tuple[int, int]) -> str:
     # stored fields (from the memo) first: read, times one factor per member
     stored = [f"sm{j}" for j in range(n_mass)] + [f"sl{j}" for j in range(n_light)]
     factors = [f"f{name}" for name in stored]
-    passes: list[list[str]] = []  # each pass over a block: its lines, the loop over i included
+    # each pass over a block: its lines, the loop over i included
+    passes = _stored_passes(stored, n_mass)
     has_mass = n_mass > 0 or any(role == "mass" for role, _, _ in signature)
-    if n_mass:
-        passes.append(
-            _pass(
-                [
-                    "ax[i] = " + " + ".join(f"f{a}_b * {a}_s[0, i]" for a in stored[:n_mass]),
-                    "ay[i] = " + " + ".join(f"f{a}_b * {a}_s[1, i]" for a in stored[:n_mass]),
-                ]
-            )
-        )
     has_fixed = n_light > 0 or any(role == "fixed" for role, _, _ in signature)
-    if n_light:
-        light = " + ".join(f"f{a}_b * {a}_s[i]" for a in stored[n_mass:])
-        passes.append(_pass([f"m0[i] = {light}"]))
     first_light = n_light == 0
     first_mass = n_mass == 0
     n_columns = 0
@@ -286,15 +274,7 @@ def _source(signature: tuple, n_stored: tuple[int, int]) -> str:
     # per-member scalars are read once per (member, block) pair, before the passes, so each
     # pass is the same straight-line code as a single evaluation's
     loads = [f"{p}_b = {p}[b]" for p in scalars]
-    block = ["s = blk * BLOCK", "e = min(s + BLOCK, n)", "m = e - s"]
-    block += ["xb = xs[s:e]", "yb = ys[s:e]"]
-    block += [f"m{o[1:]} = {o}[b * n + s : b * n + e]" for o in outputs]
-    block += [f"{a}_s = {a}[:, s:e]" for a in stored[:n_mass]]
-    block += [f"{a}_s = {a}[s:e]" for a in stored[n_mass:]]
-    if has_mass:
-        block += ["ax = np.empty(m)", "ay = np.empty(m)"]
-    for lines in passes:
-        block += lines
+    block = _block_lines(outputs, stored, n_mass, has_mass, passes)
     arguments = [*outputs, "n_batch", "xs", "ys", *stored, *scalars, *comps]
     helper = _BLOCK.format(
         block_size=BLOCK,
@@ -306,6 +286,43 @@ def _source(signature: tuple, n_stored: tuple[int, int]) -> str:
     return generate(
         "a tracer's deflections and light, block by block", points, arguments, loop, helper
     )
+
+
+def _stored_passes(stored: list[str], n_mass: int) -> list[list[str]]:
+    """The passes that read the memo's stored fields: deflections into ``ax, ay``, images into
+    ``m0``, each times its member's factor."""
+    passes = []
+    if n_mass:
+        mass = stored[:n_mass]
+        passes.append(
+            _pass(
+                [
+                    "ax[i] = " + " + ".join(f"f{a}_b * {a}_s[0, i]" for a in mass),
+                    "ay[i] = " + " + ".join(f"f{a}_b * {a}_s[1, i]" for a in mass),
+                ]
+            )
+        )
+    if stored[n_mass:]:
+        light = " + ".join(f"f{a}_b * {a}_s[i]" for a in stored[n_mass:])
+        passes.append(_pass([f"m0[i] = {light}"]))
+    return passes
+
+
+def _block_lines(
+    outputs: list[str], stored: list[str], n_mass: int, has_mass: bool, passes: list[list[str]]
+) -> list[str]:
+    """The body of ``block`` after the loads: the block's slices of the points, outputs and
+    stored fields, the deflection arrays, then the passes."""
+    block = ["s = blk * BLOCK", "e = min(s + BLOCK, n)", "m = e - s"]
+    block += ["xb = xs[s:e]", "yb = ys[s:e]"]
+    block += [f"m{o[1:]} = {o}[b * n + s : b * n + e]" for o in outputs]
+    block += [f"{a}_s = {a}[:, s:e]" for a in stored[:n_mass]]
+    block += [f"{a}_s = {a}[s:e]" for a in stored[n_mass:]]
+    if has_mass:
+        block += ["ax = np.empty(m)", "ay = np.empty(m)"]
+    for lines in passes:
+        block += lines
+    return block
 
 
 def _pass(body: list[str]) -> list[str]:
