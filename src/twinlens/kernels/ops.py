@@ -19,7 +19,7 @@ import inspect
 import math
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.special as sc
@@ -308,8 +308,10 @@ def _overload(op: Callable) -> None:
 
 
 def _typer_for(impl: Callable) -> Callable:
-    # numba requires the typer's parameter names to match the implementation's.
-    params = ", ".join(inspect.signature(impl).parameters)
-    namespace: dict[str, Any] = {"impl": impl}
-    exec(f"def typer({params}):\n    return impl\n", namespace)
-    return namespace["typer"]
+    # numba requires the typer's parameter names to match the implementation's: it reads
+    # them with inspect.signature, which honours __signature__ (no source to generate)
+    def typer(*args: Any) -> Callable:
+        return impl
+
+    cast(Any, typer).__signature__ = inspect.signature(impl)
+    return typer
