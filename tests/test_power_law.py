@@ -101,15 +101,15 @@ def test_deflections_against_mpmath(reference, backend):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_numba_blocks_equal_the_numpy_series_across_block_edges(threads):
-    # numba sums the deflection series a block of points at a time (power_law.BLOCK): many
-    # blocks, a partial last one and both thread counts, against the numpy per-point series
-    # (a second algorithm: whole-array Horner on numpy), at lengths from 1 to ~260 terms
+    # numba sums the deflection series a block of points at a time (power_law_blocked.BLOCK):
+    # many blocks, a partial last one and both thread counts, against the numpy per-point
+    # series (a second algorithm: whole-array Horner on numpy), at lengths from 1 to ~260 terms
     from twinlens.backend import numba_runtime
-    from twinlens.kernels import power_law
+    from twinlens.kernels import power_law_blocked
 
     numba = numba_runtime.load()
     rng = np.random.default_rng(7)
-    n = 5 * power_law.BLOCK + 37
+    n = 5 * power_law_blocked.BLOCK + 37
     x, y = rng.uniform(-3.0, 3.0, (2, n))
     x[:3], y[:3] = 0.05, -0.02  # the centre itself, where alpha = 0
     before = numba.get_num_threads()

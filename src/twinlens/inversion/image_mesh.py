@@ -109,8 +109,6 @@ def kmeans_vertices(
         annular mask, where a mean can fall in the hole), sorted by ``y`` then ``x``;
         read-only. Pass them as ``Delaunay(image_vertices=...)``.
     """
-    from scipy.spatial import cKDTree
-
     used = grid.used
     b = np.asarray(brightness, dtype=float)
     if b.shape != used.shape:
@@ -120,6 +118,18 @@ def kmeans_vertices(
     points = np.column_stack([grid.x[used], grid.y[used]])
     weights = brightness_weights(b[used], weight_floor, weight_power)
     positive = int(np.count_nonzero(weights > 0))
+    _check_settings(n_vertices, iterations, seed, positive)
+    k = int(n_vertices)
+    centres = _kmeans_plus_plus(points, weights, k, np.random.default_rng(seed))
+    centres = _lloyd(points, weights, centres, iterations)
+    out = _snapped_to_pixels(points, centres)
+    out = out[np.lexsort((out[:, 0], out[:, 1]))]
+    out.setflags(write=False)
+    return out
+
+
+def _check_settings(n_vertices: Any, iterations: Any, seed: Any, positive: int) -> None:
+    """Raise ValueError naming the first of ``kmeans_vertices``' settings out of range."""
     if not (
         isinstance(n_vertices, (int, np.integer))
         and not isinstance(n_vertices, bool)
@@ -137,8 +147,16 @@ def kmeans_vertices(
         raise ValueError(f"iterations must be an integer from 1 to 10000, got {shown(iterations)}")
     if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
         raise ValueError(f"seed must be an integer >= 0, got {shown(seed)}")
-    k = int(n_vertices)
-    centres = _kmeans_plus_plus(points, weights, k, np.random.default_rng(seed))
+
+
+def _lloyd(
+    points: np.ndarray, weights: np.ndarray, centres: np.ndarray, iterations: int
+) -> np.ndarray:
+    """Weighted Lloyd iterations from ``centres`` (updated in place and returned), at most
+    ``iterations``, stopping once no pixel changes cluster."""
+    from scipy.spatial import cKDTree
+
+    k = centres.shape[0]
     labels = np.full(len(points), -1)
     for _ in range(iterations):
         new = cKDTree(centres).query(points)[1]
@@ -151,18 +169,23 @@ def kmeans_vertices(
         filled = total > 0  # a cluster of weightless pixels keeps its centre
         centres[filled, 0] = sx[filled] / total[filled]
         centres[filled, 1] = sy[filled] / total[filled]
-    # A cluster's mean can lie off the mask: an arc of an annular mask has its mean towards
-    # the ring's centre, in the hole, where a vertex traces to a far corner of the source
-    # plane and wastes a pixel. Each vertex moves to its cluster's pixel nearest the mean
-    # (clusters share no pixel, so the vertices stay distinct).
+    return centres
+
+
+def _snapped_to_pixels(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """Each centre moved to its cluster's pixel nearest it (``centres`` updated in place).
+
+    A cluster's mean can lie off the mask: an arc of an annular mask has its mean towards the
+    ring's centre, in the hole, where a vertex traces to a far corner of the source plane and
+    wastes a pixel. Clusters share no pixel, so the vertices stay distinct."""
+    from scipy.spatial import cKDTree
+
     labels = cKDTree(centres).query(points)[1]
     d2 = np.sum((points - centres[labels]) ** 2, axis=1)
     order = np.lexsort((d2, labels))
     nearest = order[np.r_[True, labels[order][1:] != labels[order][:-1]]]
     centres[labels[nearest]] = points[nearest]
-    out = centres[np.lexsort((centres[:, 0], centres[:, 1]))]
-    out.setflags(write=False)
-    return out
+    return centres
 
 
 def _kmeans_plus_plus(

@@ -212,30 +212,7 @@ def _evaluate_host(
     """numpy and numba backends."""
     prob = _problem(dataset, pixelization.mesh)
     masked = prob.masked
-    layout = masked.layout
-    points = _traced(tracer, layout.xs, layout.ys, backend, layout, np)
-    border = points[prob.border]
-    vertices = None
-    if prob.image_vertices is not None:
-        vertices = _traced(
-            tracer, prob.image_vertices[:, 0], prob.image_vertices[:, 1], backend, None, np
-        )
-    if backend == "numba":
-        compiled = loops.compiled()
-        bx, by = np.ascontiguousarray(border[:, 0]), np.ascontiguousarray(border[:, 1])
-
-        def move(p: np.ndarray) -> np.ndarray:
-            out_x, out_y = np.empty(p.shape[0]), np.empty(p.shape[0])
-            compiled.relocate_loop(
-                np.ascontiguousarray(p[:, 0]), np.ascontiguousarray(p[:, 1]), bx, by, out_x, out_y
-            )
-            return np.stack([out_x, out_y], axis=-1)
-
-        points = move(points)
-        vertices = None if vertices is None else move(vertices)
-    else:
-        points = relocate(points, border, np)
-        vertices = None if vertices is None else relocate(vertices, border, np)
+    points, vertices = _relocated_host(tracer, prob, backend)
     mesh = pixelization.mesh.mapping(points, vertices, np, masked.sub_weight)
     n_mask, n_source = masked.data.size, mesh.n_pixels
     light = _lens_light_terms(lens_light, dataset, backend)
@@ -250,50 +227,98 @@ def _evaluate_host(
     lam = pixelization.regularization.coefficient
     reg = lam * _structure(pixelization, mesh, np) + EPSILON * np.eye(n_source)
     positive = backend if pixelization.positive else None
-    # the lens light's parametric part is fixed: subtract it; its linear columns join B
-    data = masked.data if light is None else masked.data - light[0]
-    fixed = 0.0 if light is None else light[0]
-    dw = data / masked.noise
-    columns = np.zeros((0, n_mask)) if light is None else light[1:] / masked.noise
+    log_det_r = _closed_log_det(pixelization, lam, np)
     if backend == "numba":
-        # the sparse route: F = B~^T B~ over the nonzeros of the blurred mapping matrix
-        sparse = sparse_blurred(mesh.indices, mesh.weights, n_source, masked, 1.0 / masked.noise)
-        curvature = sparse.curvature()
-        vector = sparse.transpose_times(dw)
-        if n_linear:
-            cross = np.stack([sparse.transpose_times(c) for c in columns])  # (n_linear, n_s)
-            curvature = np.block([[curvature, cross.T], [cross, columns @ columns.T]])
-            vector = np.concatenate([vector, columns @ dw])
+        terms, model = _solve_sparse(mesh, masked, light, reg, positive, log_det_r)
+    else:
+        terms, model = _solve_dense(mesh, masked, dataset, light, reg, positive, log_det_r)
+    # the lens light's parametric part is fixed: it was subtracted from the data
+    fixed = 0.0 if light is None else light[0]
+    return _Result(terms, model + fixed, mesh.vertices, points)
 
-        def weighted_model(x: np.ndarray) -> np.ndarray:
-            return sparse.times(x[:n_source]) + x[n_source:] @ columns
 
-        terms = solve_normal(
-            curvature,
-            vector,
-            dw,
-            masked.noise,
-            reg,
-            weighted_model,
-            np,
-            positive,
-            "numba",
-            _closed_log_det(pixelization, lam, np),
+def _relocated_host(tracer: Tracer, prob: _Problem, backend: str) -> tuple[Any, Any]:
+    """The traced sub-pixels and (for a Delaunay mesh) overlay vertices, relocated from beyond
+    the border: numba's compiled loop, or numpy."""
+    layout = prob.masked.layout
+    points = _traced(tracer, layout.xs, layout.ys, backend, layout, np)
+    border = points[prob.border]
+    vertices = None
+    if prob.image_vertices is not None:
+        vertices = _traced(
+            tracer, prob.image_vertices[:, 0], prob.image_vertices[:, 1], backend, None, np
         )
-        model = masked.noise * weighted_model(
-            np.concatenate([terms.reconstruction, terms.intensities])
+    if backend != "numba":
+        points = relocate(points, border, np)
+        return points, None if vertices is None else relocate(vertices, border, np)
+    compiled = loops.compiled()
+    bx, by = np.ascontiguousarray(border[:, 0]), np.ascontiguousarray(border[:, 1])
+
+    def move(p: np.ndarray) -> np.ndarray:
+        out_x, out_y = np.empty(p.shape[0]), np.empty(p.shape[0])
+        compiled.relocate_loop(
+            np.ascontiguousarray(p[:, 0]), np.ascontiguousarray(p[:, 1]), bx, by, out_x, out_y
         )
-        return _Result(terms, model + fixed, mesh.vertices, points)
+        return np.stack([out_x, out_y], axis=-1)
+
+    return move(points), None if vertices is None else move(vertices)
+
+
+def _solve_sparse(
+    mesh: MeshMapping,
+    masked: MaskedLayout,
+    light: Any,
+    reg: np.ndarray,
+    positive: str | None,
+    log_det_r: Any,
+) -> tuple[InversionTerms, np.ndarray]:
+    """numba: ``F = B~^T B~`` over the nonzeros of the blurred mapping matrix, with any linear
+    lens-light columns joined; ``(terms, model at the masked-in pixels)`` without the lens
+    light's parametric part."""
+    n_source = mesh.n_pixels
+    data = masked.data if light is None else masked.data - light[0]
+    dw = data / masked.noise
+    columns = np.zeros((0, masked.data.size)) if light is None else light[1:] / masked.noise
+    sparse = sparse_blurred(mesh.indices, mesh.weights, n_source, masked, 1.0 / masked.noise)
+    curvature = sparse.curvature()
+    vector = sparse.transpose_times(dw)
+    if columns.shape[0]:
+        cross = np.stack([sparse.transpose_times(c) for c in columns])  # (n_linear, n_s)
+        curvature = np.block([[curvature, cross.T], [cross, columns @ columns.T]])
+        vector = np.concatenate([vector, columns @ dw])
+
+    def weighted_model(x: np.ndarray) -> np.ndarray:
+        return sparse.times(x[:n_source]) + x[n_source:] @ columns
+
+    terms = solve_normal(
+        curvature, vector, dw, masked.noise, reg, weighted_model, np, positive, "numba", log_det_r
+    )
+    x = np.concatenate([terms.reconstruction, terms.intensities])
+    return terms, masked.noise * weighted_model(x)
+
+
+def _solve_dense(
+    mesh: MeshMapping,
+    masked: MaskedLayout,
+    dataset: Imaging,
+    light: Any,
+    reg: np.ndarray,
+    positive: str | None,
+    log_det_r: Any,
+) -> tuple[InversionTerms, np.ndarray]:
+    """numpy: the dense blurred mapping matrix, with any linear lens-light columns joined;
+    ``(terms, model at the masked-in pixels)`` without the lens light's parametric part."""
+    n_mask, n_source = masked.data.size, mesh.n_pixels
+    data = masked.data if light is None else masked.data - light[0]
     m = mapping_matrix(
         mesh.indices, mesh.weights, masked.sub_pixel, masked.sub_weight, n_mask, n_source
     )
     blurred = blurred_mapping_matrix(m, dataset, np)
-    if n_linear:
+    if light is not None and light.shape[0] > 1:
         blurred = np.concatenate([blurred, light[1:].T], axis=1)
-    log_det_r = _closed_log_det(pixelization, lam, np)
     terms = solve(blurred, data, masked.noise, reg, np, positive, None, log_det_r)
     x = np.concatenate([terms.reconstruction, terms.intensities])
-    return _Result(terms, blurred @ x + fixed, mesh.vertices, points)
+    return terms, blurred @ x
 
 
 def _evaluate_jax(

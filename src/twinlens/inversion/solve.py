@@ -48,7 +48,7 @@ import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -220,37 +220,77 @@ def solve_normal(
         (:func:`~twinlens.inversion.regularization.lattice_log_det`): ``R`` is then not
         factorised.
     """
-    n_source = regularization.shape[0]
     if backend is None:
         backend = "numpy" if xp is np else "jax"
     # the regularised source block A_ss = F_ss + R, factored once: its determinant is the
     # evidence's, and it eliminates the source from the joint system
+    n_source = regularization.shape[0]
     block = curvature[:n_source, :n_source] + regularization
     norm = xp.sum(xp.log(2.0 * math.pi * noise * noise))
-    if xp is np:
-        with one_blas_thread():
-            log_det_a, factor = _log_det_numpy(block, "F + lambda H (curvature + regularisation)")
-            if log_det_regularization is None:
-                log_det_r, _ = _log_det_numpy(regularization, "the regularisation matrix")
-            else:
-                log_det_r = float(log_det_regularization)
-            if factor is None or not math.isfinite(log_det_r):
-                x = np.full(vector.shape, np.nan)
-                nan = math.nan
-                return InversionTerms(
-                    x[:n_source],
-                    nan,
-                    nan,
-                    log_det_a,
-                    log_det_r,
-                    float(norm),
-                    -math.inf,
-                    x[n_source:],
-                )
-            x = _unknowns(curvature, vector, regularization, factor, positive, backend, np)
-        return _score(
-            weighted_data, weighted_model(x), x, regularization, log_det_a, log_det_r, norm, np
-        )
+    solver = _solve_host if xp is np else partial(_solve_traced, xp=xp)
+    return solver(
+        curvature,
+        vector,
+        weighted_data,
+        regularization,
+        weighted_model,
+        positive,
+        backend,
+        block,
+        norm,
+        log_det_regularization,
+    )
+
+
+def _solve_host(
+    curvature: np.ndarray,
+    vector: np.ndarray,
+    weighted_data: np.ndarray,
+    regularization: np.ndarray,
+    weighted_model: Callable[[Any], Any],
+    positive: str | None,
+    backend: str,
+    block: np.ndarray,
+    norm: Any,
+    log_det_regularization: Any,
+) -> InversionTerms:
+    """:func:`solve_normal` on numpy: LAPACK's Cholesky on one BLAS thread; a matrix that is
+    not positive definite gives NaN terms and ``-inf``, with the reason logged."""
+    n_source = regularization.shape[0]
+    with one_blas_thread():
+        log_det_a, factor = _log_det_numpy(block, "F + lambda H (curvature + regularisation)")
+        if log_det_regularization is None:
+            log_det_r, _ = _log_det_numpy(regularization, "the regularisation matrix")
+        else:
+            log_det_r = float(log_det_regularization)
+        if factor is None or not math.isfinite(log_det_r):
+            x = np.full(vector.shape, np.nan)
+            nan = math.nan
+            return InversionTerms(
+                x[:n_source], nan, nan, log_det_a, log_det_r, float(norm), -math.inf, x[n_source:]
+            )
+        x = _unknowns(curvature, vector, regularization, factor, positive, backend, np)
+    return _score(
+        weighted_data, weighted_model(x), x, regularization, log_det_a, log_det_r, norm, np
+    )
+
+
+def _solve_traced(
+    curvature: Any,
+    vector: Any,
+    weighted_data: Any,
+    regularization: Any,
+    weighted_model: Callable[[Any], Any],
+    positive: str | None,
+    backend: str,
+    block: Any,
+    norm: Any,
+    log_det_regularization: Any,
+    xp: Any,
+) -> InversionTerms:
+    """:func:`solve_normal` under JAX: no branch on values; a matrix that is not positive
+    definite gives ``-inf`` through ``where``."""
+    n_source = regularization.shape[0]
     ok = xp.bool_(True)
     logs = []
     factors = []

@@ -374,6 +374,21 @@ def decompose_sersic(
     )
 
 
+def _halo(
+    mellin: Callable[..., ArrayLike],
+    params: tuple[ArrayLike, ArrayLike, ArrayLike],
+    lam_fn: Callable[..., ArrayLike],
+    grid: tuple[int, tuple[float, float], int, int],
+) -> tuple[ArrayLike, ArrayLike]:
+    # A halo's 3D density of params (rho_s, r_s, shape), decomposed on a grid in units of r_s
+    # (checked > 0 here, after the caller's check of the shape parameter) and projected; grid
+    # is (n_sigma, sigma_range, n_quad, n_alias).
+    r_s = params[1]
+    if is_concrete(r_s) and not float(np.asarray(r_s)) > 0.0:
+        raise ValueError(f"r_s must be > 0, got {r_s}")
+    return _run(mellin, params, lambda rho, r, shape: r, lam_fn, 3, *grid)
+
+
 def gnfw_abscissa(gamma: ArrayLike) -> ArrayLike:
     """Mellin line for the gNFW density: ``(max(gamma, 1) + 3) / 2``, the middle of the strip
     ``max(gamma, 1) < lam < 3`` where the density's transform and the lattice sums converge."""
@@ -415,19 +430,8 @@ def decompose_gnfw(
     """
     if is_concrete(gamma) and not 0.0 <= float(np.asarray(gamma)) < 3.0:
         raise ValueError(f"gNFW inner slope gamma must be in [0, 3), got {gamma}")
-    if is_concrete(r_s) and not float(np.asarray(r_s)) > 0.0:
-        raise ValueError(f"r_s must be > 0, got {r_s}")
-    return _run(
-        radial.gnfw_mellin,
-        (rho_s, r_s, gamma),
-        lambda rho, r, g: r,
-        lambda rho, r, g: gnfw_abscissa(g),
-        3,
-        n_sigma,
-        sigma_range,
-        n_quad,
-        n_alias,
-    )
+    grid = (n_sigma, sigma_range, n_quad, n_alias)
+    return _halo(radial.gnfw_mellin, (rho_s, r_s, gamma), lambda rho, r, g: gnfw_abscissa(g), grid)
 
 
 #: Mellin line for the cored NFW density (strip ``0 < lam < 3``, ``1 < lam`` for the lattice
@@ -454,19 +458,8 @@ def decompose_cored_nfw(
     """
     if is_concrete(r_c) and not float(np.asarray(r_c)) > 0.0:
         raise ValueError(f"core radius r_c must be > 0, got {r_c}")
-    if is_concrete(r_s) and not float(np.asarray(r_s)) > 0.0:
-        raise ValueError(f"r_s must be > 0, got {r_s}")
-    return _run(
-        radial.cored_nfw_mellin,
-        (rho_s, r_s, r_c),
-        lambda rho, r, c: r,
-        lambda *_: CORED_NFW_ABSCISSA,
-        3,
-        n_sigma,
-        sigma_range,
-        n_quad,
-        n_alias,
-    )
+    grid = (n_sigma, sigma_range, n_quad, n_alias)
+    return _halo(radial.cored_nfw_mellin, (rho_s, r_s, r_c), lambda *_: CORED_NFW_ABSCISSA, grid)
 
 
 # --- the Euler inversion of Shajib (2019), for comparison ----------------------------------

@@ -24,7 +24,8 @@ Deflections come in three exact forms, each accurate where it is used:
   ``alpha = int_0^1 kappa(u theta^T P^-1 theta) P^-1 theta / sqrt(det P) du`` with
   ``P(u) = I + u (M^-1 - I)``, smooth in ``(e1, e2)`` and exact for every ``q``; near ``q = 1``
   its integrand is ``exp(-a u)``, ``a = r^2 / (2 sigma^2)``, times a slowly varying factor, so a
-  40-node Gauss-Legendre rule on ``[0, min(1, 38 / a)]`` integrates it to float64 accuracy.
+  40-node Gauss-Legendre rule on ``[0, min(1, 38 / a)]`` integrates it to float64 accuracy
+  (:mod:`twinlens.kernels.gaussian_homoeoid`, which also holds the potential's integral).
 
 ``deflections`` (and ``hessian``) take a traced ellipticity: on JAX they run the one form that
 applies (``lax.cond``), elsewhere they blend the two with ``where``; profiles with concrete
@@ -35,12 +36,11 @@ from __future__ import annotations
 
 from functools import cache
 
-import numpy as np
-
 from twinlens.backend import jax_runtime
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
 from twinlens.kernels.faddeeva import wofz_upper
+from twinlens.kernels.gaussian_homoeoid import _near_round_sums, one_minus_exp_ratio, potential
 from twinlens.kernels.geometry import (
     from_profile_frame,
     hessian_from_profile_frame,
@@ -50,43 +50,18 @@ from twinlens.kernels.ops import (
     arctan2,
     exp,
     exp_vectorised,
-    expm1,
     make_op,
     pi,
     pointwise,
     sqrt,
     where,
 )
-from twinlens.kernels.registry import Kernel, numba_by_form, register
+from twinlens.kernels.registry import Kernel, KernelFamily, numba_by_form
 from twinlens.kernels.tolerance import Tolerance
 
 # |e| below which the near-round quadrature replaces Shajib's formula (1 - q < 0.04): there the
 # formula's cancellation, a factor 1 / (1 - q^2), would cost more than one digit.
 E_SWITCH = 0.02
-
-_U_CUT = 38.0
-_GL_T, _GL_W = np.polynomial.legendre.leggauss(40)
-_GL_T = 0.5 * (_GL_T + 1.0)  # nodes on [0, 1]
-_GL_W = 0.5 * _GL_W
-_N_GL = len(_GL_T)
-
-
-def _tanh_sinh_rule(h: float = 1.0 / 32.0) -> tuple[np.ndarray, np.ndarray]:
-    # Nodes on (0, 1) written as 1 / (1 + exp(-pi sinh(k h))) so that nodes near 0 keep their
-    # relative precision; stop before nodes underflow or reach 1.
-    k_max = int(np.ceil(np.arcsinh(700.0 / np.pi) / h))
-    k = np.arange(-k_max, k_max + 1)
-    s = np.pi * np.sinh(k * h)
-    keep = np.abs(s) < 700.0
-    k, s = k[keep], s[keep]
-    nodes = 1.0 / (1.0 + np.exp(-s))
-    weights = 0.5 * h * np.pi * np.cosh(k * h) / (2.0 * np.cosh(0.5 * s) ** 2)
-    keep = (nodes > 1e-300) & (nodes < 1.0) & (weights > 1e-300)
-    return nodes[keep], weights[keep]
-
-
-_TS_T, _TS_W = _tanh_sinh_rule()
-_N_TS = len(_TS_T)
 
 
 @pointwise
@@ -98,16 +73,6 @@ def quadratic_form(dx, dy, e1, e2):
     return (
         (1.0 + ee) * (dx * dx + dy * dy) - 2.0 * (e1 * (dx * dx - dy * dy) + 2.0 * e2 * dx * dy)
     ) * scale
-
-
-@pointwise
-def one_minus_exp_ratio(s):
-    """``(1 - exp(-s)) / s``, equal to 1 at ``s = 0``; a series below ``s = 1e-3`` keeps the
-    value and its derivative exact as ``s -> 0``."""
-    small = s < 1e-3
-    ss = where(small, 1.0, s)
-    series = 1.0 + s * (-0.5 + s * (1.0 / 6.0 + s * (-1.0 / 24.0 + s / 120.0)))
-    return where(small, series, -expm1(-ss) / ss)
 
 
 @pointwise
@@ -228,112 +193,6 @@ def is_near_round(e1, e2):
 
 
 @pointwise
-def _homoeoid_setup(dx, dy, e1, e2, sigma):
-    # What every node of the homoeoid integrals shares: |e|^2, 2 / (1 - |e|^2), 1 / (2 sigma^2)
-    # and E theta, with E = [[e1, e2], [e2, -e1]].
-    ee = e1 * e1 + e2 * e2
-    return ee, 2.0 / (1.0 - ee), 0.5 / (sigma * sigma), e1 * dx + e2 * dy, e2 * dx - e1 * dy
-
-
-@pointwise
-def _homoeoid_matrix(ee, c2, u):
-    # P(u) = g I + cu E and det P, for P(u) = I + u (M^-1 - I).
-    cu = c2 * u
-    g = 1.0 + cu * ee
-    return cu, g, g * g - cu * cu * ee
-
-
-@pointwise
-def _near_round_setup(dx, dy, e1, e2, sigma):
-    # For small |e| the integrand is exp(-a u) times a slowly varying factor,
-    # a = r^2 / (2 sigma^2); beyond u = _U_CUT / a it is below exp(-_U_CUT) of its start, so
-    # the rule runs over [0, top], top = min(1, _U_CUT / a) (exp(-38 * s) on [0, 1] is integrated
-    # to 1e-15 by 40 Gauss-Legendre nodes).
-    ee, c2, inv_2s2, ex, ey = _homoeoid_setup(dx, dy, e1, e2, sigma)
-    a = (dx * dx + dy * dy) * inv_2s2
-    far = a > _U_CUT
-    top = where(far, _U_CUT / where(far, a, 1.0), 1.0)
-    return ee, c2, inv_2s2, top, ex, ey
-
-
-@pointwise
-def _near_round_node(dx, dy, e1, e2, ee, c2, inv_2s2, ex, ey, u):
-    # The integrands at one node u: w(u) v and w(u) (Pinv - u v v^T / sigma^2), with
-    # v = P(u)^-1 theta, P(u) = g I + cu E, w(u) = exp(-u theta.v / (2 sigma^2)) / sqrt(det P).
-    cu, g, det = _homoeoid_matrix(ee, c2, u)
-    vx = (g * dx - cu * ex) / det
-    vy = (g * dy - cu * ey) / det
-    w = exp(-u * inv_2s2 * (dx * vx + dy * vy)) / sqrt(det)
-    uv = 2.0 * u * inv_2s2
-    return (
-        w * vx,
-        w * vy,
-        w * ((g - cu * e1) / det - uv * vx * vx),
-        w * (-cu * e2 / det - uv * vx * vy),
-        w * ((g + cu * e1) / det - uv * vy * vy),
-    )
-
-
-def _near_round_sums_loop(dx, dy, e1, e2, sigma, kappa0):
-    # numpy and numba: a loop over the nodes.
-    ee, c2, inv_2s2, top, ex, ey = _near_round_setup(dx, dy, e1, e2, sigma)
-    sx = 0.0 * dx
-    sy = 0.0 * dx
-    hxx = 0.0 * dx
-    hxy = 0.0 * dx
-    hyy = 0.0 * dx
-    for k in range(_N_GL):
-        a, b, c, d, e = _near_round_node(dx, dy, e1, e2, ee, c2, inv_2s2, ex, ey, top * _GL_T[k])
-        sx = sx + _GL_W[k] * a
-        sy = sy + _GL_W[k] * b
-        hxx = hxx + _GL_W[k] * c
-        hxy = hxy + _GL_W[k] * d
-        hyy = hyy + _GL_W[k] * e
-    scale = kappa0 * top
-    return scale * sx, scale * sy, scale * hxx, scale * hxy, scale * hyy
-
-
-def _scan_rule(jax, nodes, weights, node_terms, like, n_out):
-    # sum_k weights[k] * node_terms(nodes[k]) in the numpy loop's order, as a lax.scan: one
-    # node's program, and one node's intermediates in memory. A vmap over the nodes held
-    # (nodes x points) arrays (256 MB for the 40 nodes of 160,000 points): slower when run,
-    # and a lax.cond holding it slowed the whole program even when it was not taken.
-    def step(acc, node_weight):
-        node, weight = node_weight
-        return tuple(a + weight * f for a, f in zip(acc, node_terms(node), strict=True)), None
-
-    zero = tuple(0.0 * like for _ in range(n_out))
-    acc, _ = jax.lax.scan(step, zero, (jax.numpy.asarray(nodes), jax.numpy.asarray(weights)))
-    return acc
-
-
-@cache
-def _near_round_sums_jax():
-    jax = jax_runtime.load()
-
-    def sums(dx, dy, e1, e2, sigma, kappa0):
-        ee, c2, inv_2s2, top, ex, ey = _near_round_setup(dx, dy, e1, e2, sigma)
-        like = dx + 0.0 * (dy + top)  # the broadcast shape of every node's terms
-
-        def node(t):
-            return _near_round_node(dx, dy, e1, e2, ee, c2, inv_2s2, ex, ey, top * t)
-
-        scale = kappa0 * top
-        return tuple(scale * f for f in _scan_rule(jax, _GL_T, _GL_W, node, like, 5))
-
-    return sums
-
-
-_near_round_sums = make_op(
-    "_near_round_sums",
-    _near_round_sums_loop,
-    _near_round_sums_jax,
-    _near_round_sums_loop,
-    inline=False,  # a 40-node loop: inlining it only slows compilation
-)
-
-
-@pointwise
 def deflections_near_round(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
     """Deflections for ``|e| < E_SWITCH`` (``1 - q`` below 0.04), arcsec."""
     ax, ay, _, _, _ = _near_round_sums(x - centre_x, y - centre_y, e1, e2, sigma, kappa0)
@@ -433,60 +292,6 @@ def hessian(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
     return _hessian_by_form(x, y, centre_x, centre_y, e1, e2, sigma, kappa0)
 
 
-@pointwise
-def _potential_node(dx, dy, ee, c2, inv_2s2, ex, ey, r2, tet, u):
-    # b h(u b) / sqrt(det P) at one node, b = theta.v / (2 sigma^2), h(s) = (1 - e^-s) / s.
-    cu, g, det = _homoeoid_matrix(ee, c2, u)
-    b = (g * r2 - cu * tet) / det * inv_2s2
-    return b * one_minus_exp_ratio(u * b) / sqrt(det)
-
-
-@pointwise
-def _potential_setup(dx, dy, e1, e2, sigma):
-    ee, c2, inv_2s2, ex, ey = _homoeoid_setup(dx, dy, e1, e2, sigma)
-    return ee, c2, inv_2s2, ex, ey, dx * dx + dy * dy, dx * ex + dy * ey
-
-
-def _potential_loop(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
-    dx = x - centre_x
-    dy = y - centre_y
-    ee, c2, inv_2s2, ex, ey, r2, tet = _potential_setup(dx, dy, e1, e2, sigma)
-    total = 0.0 * dx
-    for k in range(_N_TS):
-        total = total + _TS_W[k] * _potential_node(
-            dx, dy, ee, c2, inv_2s2, ex, ey, r2, tet, _TS_T[k]
-        )
-    return kappa0 * sigma * sigma * total
-
-
-@cache
-def _potential_jax():
-    jax = jax_runtime.load()
-
-    def pot(x, y, centre_x, centre_y, e1, e2, sigma, kappa0):
-        dx = x - centre_x
-        dy = y - centre_y
-        ee, c2, inv_2s2, ex, ey, r2, tet = _potential_setup(dx, dy, e1, e2, sigma)
-
-        def node(u):
-            return (_potential_node(dx, dy, ee, c2, inv_2s2, ex, ey, r2, tet, u),)
-
-        (total,) = _scan_rule(jax, _TS_T, _TS_W, node, dx + 0.0 * dy, 1)
-        return kappa0 * sigma * sigma * total
-
-    return pot
-
-
-potential = make_op("potential", _potential_loop, _potential_jax, _potential_loop, inline=False)
-potential.__doc__ = """Lensing potential, arcsec^2, zero at the centre (all ``q``).
-
-``psi = kappa0 sigma^2 int_0^1 b h(u b) / sqrt(det P) du`` with ``b = theta.v / (2 sigma^2)`` and
-``h(s) = (1 - exp(-s)) / s``, by a tanh-sinh rule (about 300 nodes; about 1e-10 relative) that
-resolves both the ``1/u`` range of distant points and the narrow feature near ``u = 1`` of very
-flat profiles.
-"""
-
-
 # ------------------------------------------------------------------------------------------
 # registry
 
@@ -498,7 +303,6 @@ _E_ANY = Domain(-0.6, 0.6, specials=(0.0, 1e-9, -1e-12, 0.0141, 0.0142, -0.6, 0.
 _E_ROUND = Domain(-0.014, 0.014, specials=(0.0, 1e-9, -1e-12, 0.014, -0.007))
 _Q = Domain(0.05, 0.96, specials=(0.05, 0.96, 0.7))
 _PHI = Domain(-pi, pi, specials=(0.0, pi / 2, -pi / 4, pi))
-_TIES = (("x", "centre_x"), ("y", "centre_y"))
 # Deflections are vectors: each point's error is measured against |alpha| (a component that
 # vanishes because of the frame's orientation has no relative precision of its own). Near the
 # centre Shajib's varsigma = w(z1) - E w(z2) cancels to O(r): the absolute error there is a few
@@ -534,67 +338,57 @@ def by_ellipticity(near_round: Kernel, elliptical: Kernel):
     return numba_by_form(choose, 2)
 
 
-def _register(name, point, params, outputs, tol=_TOL, scale=_deflection_scale, impls=None):
-    return register(
-        Kernel(
-            name=f"gaussian.{name}",
-            point=point,
-            inputs=(Arg("x", _XY), Arg("y", _XY)),
-            params=tuple(Arg(n, d) for n, d in params),
-            outputs=outputs,
-            tol=tol,
-            ties=_TIES,
-            doc=point.__doc__ or "",
-            atol_scale=scale,
-            impls=impls or {},
-        )
-    )
-
-
-_C = (("centre_x", _CENTRE), ("centre_y", _CENTRE))
-_S = (("sigma", _SIGMA), ("kappa0", _KAPPA0))
+_FAMILY = KernelFamily("gaussian", _XY, tol=_TOL, atol_scale=_deflection_scale)
+_HESSIANS = _FAMILY.variant(tol=_TOL_HESSIAN, atol_scale=_hessian_scale)
+_C = (Arg("centre_x", _CENTRE), Arg("centre_y", _CENTRE))
+_S = (Arg("sigma", _SIGMA), Arg("kappa0", _KAPPA0))
 _A = ("alpha_x", "alpha_y")
 _H = ("psi_xx", "psi_xy", "psi_yy")
-_QP = (("q", _Q), ("phi", _PHI))
-_ER = (("e1", _E_ROUND), ("e2", _E_ROUND))
-_EA = (("e1", _E_ANY), ("e2", _E_ANY))
-CONVERGENCE = _register(
-    "convergence", convergence, (*_C, *_EA, *_S), ("kappa",), scale=_hessian_scale
+_QP = (Arg("q", _Q), Arg("phi", _PHI))
+_ER = (Arg("e1", _E_ROUND), Arg("e2", _E_ROUND))
+_EA = (Arg("e1", _E_ANY), Arg("e2", _E_ANY))
+# the params of each form
+_SPHERICAL = (*_C, *_S)
+_ELLIPTICAL = (*_C, *_QP, *_S)
+_NEAR_ROUND = (*_C, *_ER, *_S)
+_ANY = (*_C, *_EA, *_S)
+CONVERGENCE = _FAMILY.register(
+    "convergence", convergence, ("kappa",), params=_ANY, atol_scale=_hessian_scale
 )
-DEFLECTIONS_SPHERICAL = _register("deflections_spherical", deflections_spherical, (*_C, *_S), _A)
-HESSIAN_SPHERICAL = _register(
-    "hessian_spherical", hessian_spherical, (*_C, *_S), _H, _TOL_HESSIAN, _hessian_scale
+DEFLECTIONS_SPHERICAL = _FAMILY.register(
+    "deflections_spherical", deflections_spherical, _A, params=_SPHERICAL
 )
-DEFLECTIONS_ELLIPTICAL = _register(
-    "deflections_elliptical", deflections_elliptical, (*_C, *_QP, *_S), _A
+HESSIAN_SPHERICAL = _HESSIANS.register(
+    "hessian_spherical", hessian_spherical, _H, params=_SPHERICAL
 )
-HESSIAN_ELLIPTICAL = _register(
-    "hessian_elliptical", hessian_elliptical, (*_C, *_QP, *_S), _H, _TOL_HESSIAN, _hessian_scale
+DEFLECTIONS_ELLIPTICAL = _FAMILY.register(
+    "deflections_elliptical", deflections_elliptical, _A, params=_ELLIPTICAL
 )
-DEFLECTIONS_NEAR_ROUND = _register(
-    "deflections_near_round", deflections_near_round, (*_C, *_ER, *_S), _A
+HESSIAN_ELLIPTICAL = _HESSIANS.register(
+    "hessian_elliptical", hessian_elliptical, _H, params=_ELLIPTICAL
 )
-HESSIAN_NEAR_ROUND = _register(
-    "hessian_near_round", hessian_near_round, (*_C, *_ER, *_S), _H, _TOL_HESSIAN, _hessian_scale
+DEFLECTIONS_NEAR_ROUND = _FAMILY.register(
+    "deflections_near_round", deflections_near_round, _A, params=_NEAR_ROUND
 )
-DEFLECTIONS = _register(
+HESSIAN_NEAR_ROUND = _HESSIANS.register(
+    "hessian_near_round", hessian_near_round, _H, params=_NEAR_ROUND
+)
+DEFLECTIONS = _FAMILY.register(
     "deflections",
     deflections,
-    (*_C, *_EA, *_S),
     _A,
+    params=_ANY,
     impls={"numba": by_ellipticity(DEFLECTIONS_NEAR_ROUND, DEFLECTIONS_ELLIPTICAL)},
 )
-HESSIAN = _register(
+HESSIAN = _HESSIANS.register(
     "hessian",
     hessian,
-    (*_C, *_EA, *_S),
     _H,
-    _TOL_HESSIAN,
-    _hessian_scale,
+    params=_ANY,
     impls={"numba": by_ellipticity(HESSIAN_NEAR_ROUND, HESSIAN_ELLIPTICAL)},
 )
-POTENTIAL = _register(
-    "potential", potential, (*_C, *_EA, *_S), ("psi",), scale=lambda *p: p[-1] * p[-2] ** 2
+POTENTIAL = _FAMILY.register(
+    "potential", potential, ("psi",), params=_ANY, atol_scale=lambda *p: p[-1] * p[-2] ** 2
 )
 
 #: The kernel for each ``(quantity, form)``. Forms: ``spherical`` (ellipticity exactly 0),
@@ -602,15 +396,4 @@ POTENTIAL = _register(
 #: within :func:`is_near_round`, the homoeoid quadrature) and ``traced`` (``(e1, e2)`` of any
 #: size, either form chosen per point; for JAX tracers). The convergence and the potential have
 #: one form, ``traced``.
-KERNELS = {
-    ("convergence", "traced"): CONVERGENCE,
-    ("deflections", "spherical"): DEFLECTIONS_SPHERICAL,
-    ("hessian", "spherical"): HESSIAN_SPHERICAL,
-    ("deflections", "elliptical"): DEFLECTIONS_ELLIPTICAL,
-    ("hessian", "elliptical"): HESSIAN_ELLIPTICAL,
-    ("deflections", "near_round"): DEFLECTIONS_NEAR_ROUND,
-    ("hessian", "near_round"): HESSIAN_NEAR_ROUND,
-    ("deflections", "traced"): DEFLECTIONS,
-    ("hessian", "traced"): HESSIAN,
-    ("potential", "traced"): POTENTIAL,
-}
+KERNELS = _FAMILY.by_form()

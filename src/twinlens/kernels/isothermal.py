@@ -37,6 +37,8 @@ relative there).
 
 from __future__ import annotations
 
+from typing import Any
+
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.ellipticity import axis_ratio_from_ellipticity
 from twinlens.kernels.gaussian import quadratic_form
@@ -48,7 +50,7 @@ from twinlens.kernels.geometry import (
 )
 from twinlens.kernels.inverse_trig import arctan_ratio, arctanh_ratio
 from twinlens.kernels.ops import log, maximum, pi, pointwise, sqrt, where
-from twinlens.kernels.registry import Kernel, get, numba_by_form, register
+from twinlens.kernels.registry import Kernel, KernelFamily, get, numba_by_form
 from twinlens.kernels.tolerance import Tolerance
 
 #: |e| below which a traced ellipticity uses the first-order expansion (see the module notes)
@@ -282,7 +284,6 @@ _Q = Domain(0.05, 1.0, specials=(0.05, 1.0, 1.0 - 1e-8, 0.7))
 _PHI = Domain(-pi, pi, specials=(0.0, pi / 2, -pi / 4, pi))
 _THETA_E = Domain(0.01, 10.0, specials=(1.0, 0.01, 10.0), log=True)
 _CORE = Domain(0.0, 1.0, specials=(0.0, 1e-8, 0.05, 1.0))
-_TIES = (("x", "centre_x"), ("y", "centre_y"))
 # Components cancel to zero on the axes (the frame's rotation), so errors are measured against
 # the norm of the vector; the floor is relative to theta_E.
 _TOL = Tolerance(rtol=1e-12, atol=1e-14, norm=True, why="components vanish on the axes")
@@ -292,30 +293,22 @@ _TOL_H = Tolerance(rtol=1e-12, atol=1e-13, norm=True, why="1 / r growth and canc
 _TOL_P = Tolerance(rtol=1e-11, atol=1e-13, why="the core term cancels x alpha_x + y alpha_y")
 
 
-def _register(name, point, shape, outputs, tol=_TOL, impls=None):
-    return register(
-        Kernel(
-            name=f"isothermal.{name}",
-            point=point,
-            inputs=(Arg("x", _XY), Arg("y", _XY)),
-            params=(
-                Arg("centre_x", _CENTRE),
-                Arg("centre_y", _CENTRE),
-                *shape,
-                Arg("einstein_radius", _THETA_E),
-                Arg("core_radius", _CORE),
-            ),
-            outputs=outputs,
-            tol=tol,
-            ties=_TIES,
-            doc=point.__doc__ or "",
-            atol_scale=lambda *p: p[-2],
-            impls=impls or {},
-        )
+# the absolute floors are relative to theta_E
+_FAMILY = KernelFamily("isothermal", _XY, tol=_TOL, atol_scale=lambda *p: p[-2])
+
+
+def _params(*shape: Arg) -> tuple[Arg, ...]:
+    # the shape parameters (none, (q, phi) or (e1, e2)) between the centre and the radii
+    return (
+        Arg("centre_x", _CENTRE),
+        Arg("centre_y", _CENTRE),
+        *shape,
+        Arg("einstein_radius", _THETA_E),
+        Arg("core_radius", _CORE),
     )
 
 
-def _register_traced(name, point, outputs, tol):
+def _register_traced(name: str, point: Any, outputs: tuple[str, ...], tol: Tolerance) -> Kernel:
     # numba's form of a traced kernel: the round or the elliptical kernel, chosen once per call
     # (the blend by `where` is for tracers, and slow for numba to compile).
     # The round one below the point functions' E2_ROUND: at the centre of an SIE the hessian
@@ -331,38 +324,42 @@ def _register_traced(name, point, outputs, tol):
         q, phi = axis_ratio_from_ellipticity(e1, e2)
         return elliptical, (float(q), float(phi))
 
-    return _register(name, point, _EA, outputs, tol, {"numba": numba_by_form(choose, 2)})
+    return _FAMILY.register(
+        name, point, outputs, params=_EA, tol=tol, impls={"numba": numba_by_form(choose, 2)}
+    )
 
 
-_EA = (Arg("e1", _E), Arg("e2", _E))
-_QP = (Arg("q", _Q), Arg("phi", _PHI))
+# the params of each form: (e1, e2), (q, phi) or round
+_EA = _params(Arg("e1", _E), Arg("e2", _E))
+_QP = _params(Arg("q", _Q), Arg("phi", _PHI))
+_ROUND = _params()
 _A = ("alpha_x", "alpha_y")
 _H = ("psi_xx", "psi_xy", "psi_yy")
-CONVERGENCE = _register("convergence", convergence, _EA, ("kappa",), _TOL_H)
-DEFLECTIONS_SPHERICAL = _register("deflections_spherical", deflections_spherical, (), _A)
-HESSIAN_SPHERICAL = _register("hessian_spherical", hessian_spherical, (), _H, _TOL_H)
-POTENTIAL_SPHERICAL = _register("potential_spherical", potential_spherical, (), ("psi",), _TOL_P)
-DEFLECTIONS_ELLIPTICAL = _register("deflections_elliptical", deflections_elliptical, _QP, _A)
-HESSIAN_ELLIPTICAL = _register("hessian_elliptical", hessian_elliptical, _QP, _H, _TOL_H)
-POTENTIAL_ELLIPTICAL = _register(
-    "potential_elliptical", potential_elliptical, _QP, ("psi",), _TOL_P
+_P = ("psi",)
+CONVERGENCE = _FAMILY.register("convergence", convergence, ("kappa",), params=_EA, tol=_TOL_H)
+DEFLECTIONS_SPHERICAL = _FAMILY.register(
+    "deflections_spherical", deflections_spherical, _A, params=_ROUND
+)
+HESSIAN_SPHERICAL = _FAMILY.register(
+    "hessian_spherical", hessian_spherical, _H, params=_ROUND, tol=_TOL_H
+)
+POTENTIAL_SPHERICAL = _FAMILY.register(
+    "potential_spherical", potential_spherical, _P, params=_ROUND, tol=_TOL_P
+)
+DEFLECTIONS_ELLIPTICAL = _FAMILY.register(
+    "deflections_elliptical", deflections_elliptical, _A, params=_QP
+)
+HESSIAN_ELLIPTICAL = _FAMILY.register(
+    "hessian_elliptical", hessian_elliptical, _H, params=_QP, tol=_TOL_H
+)
+POTENTIAL_ELLIPTICAL = _FAMILY.register(
+    "potential_elliptical", potential_elliptical, _P, params=_QP, tol=_TOL_P
 )
 DEFLECTIONS = _register_traced("deflections", deflections, _A, _TOL)
 HESSIAN = _register_traced("hessian", hessian, _H, _TOL_H)
-POTENTIAL = _register_traced("potential", potential, ("psi",), _TOL_P)
+POTENTIAL = _register_traced("potential", potential, _P, _TOL_P)
 
 #: The kernel for each ``(quantity, form)``. Forms: ``spherical`` (ellipticity exactly 0; no
 #: shape parameters), ``elliptical`` (a known ``(q, phi)``) and ``traced`` (``(e1, e2)``, smooth
 #: through ``e = 0``, for JAX tracers). The convergence has one form, ``traced``, exact for all.
-KERNELS = {
-    ("convergence", "traced"): CONVERGENCE,
-    ("deflections", "spherical"): DEFLECTIONS_SPHERICAL,
-    ("hessian", "spherical"): HESSIAN_SPHERICAL,
-    ("potential", "spherical"): POTENTIAL_SPHERICAL,
-    ("deflections", "elliptical"): DEFLECTIONS_ELLIPTICAL,
-    ("hessian", "elliptical"): HESSIAN_ELLIPTICAL,
-    ("potential", "elliptical"): POTENTIAL_ELLIPTICAL,
-    ("deflections", "traced"): DEFLECTIONS,
-    ("hessian", "traced"): HESSIAN,
-    ("potential", "traced"): POTENTIAL,
-}
+KERNELS = _FAMILY.by_form()

@@ -77,7 +77,7 @@ from twinlens.kernels.ops import exp_vectorised as exp  # the Sersic's time is m
 from twinlens.kernels.ops import log as log_libm
 from twinlens.kernels.ops import log1p, maximum, pointwise, where
 from twinlens.kernels.ops import log_vectorised as log
-from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.registry import KernelFamily
 from twinlens.kernels.sersic_index import sersic_b
 from twinlens.kernels.tolerance import Tolerance
 
@@ -188,7 +188,6 @@ _INTENSITY = Domain(0.01, 10.0, specials=(1.0,), log=True)
 _R_B = Domain(0.0, 1.0, specials=(0.0, 1e-8, R_FLOOR, 0.01, 1.0))
 _GAMMA = Domain(0.0, 2.0, specials=(0.0, 0.25, 2.0))
 _ALPHA = Domain(0.5, 10.0, specials=(0.5, 1.0, 3.0, 10.0), log=True)
-_TIES = (("x", "centre_x"), ("y", "centre_y"))
 # The result is exp of an exponent E (the cusp and Sersic terms) computed to a few ulp of their
 # sizes: relative error ~|E| 1e-16 (JAX's exp and log are a few ulp; measured up to 1.3e-13
 # against numpy over 2048-point draws, numba 5e-15). Values far down the tail fall under the
@@ -205,27 +204,16 @@ _SHAPE = (
 )
 
 
-def _register(name, point, params):
-    return register(
-        Kernel(
-            name=f"light.{name}",
-            point=point,
-            inputs=(Arg("x", _XY), Arg("y", _XY)),
-            params=params,
-            outputs=("intensity",),
-            tol=_TOL,
-            ties=_TIES,
-            doc=point.__doc__ or "",
-            atol_scale=lambda *p: p[-1],  # intensity
-        )
-    )
+_FAMILY = KernelFamily("light", _XY, tol=_TOL, atol_scale=lambda *p: p[-1])  # intensity
 
-
-SERSIC = _register("sersic", sersic, (*_SHAPE, Arg("intensity", _INTENSITY)))
-CORE_SERSIC = _register(
+SERSIC = _FAMILY.register(
+    "sersic", sersic, ("intensity",), params=(*_SHAPE, Arg("intensity", _INTENSITY))
+)
+CORE_SERSIC = _FAMILY.register(
     "core_sersic",
     core_sersic,
-    (
+    ("intensity",),
+    params=(
         *_SHAPE,
         Arg("break_radius", _R_B),
         Arg("gamma", _GAMMA),

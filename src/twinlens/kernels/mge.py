@@ -14,33 +14,47 @@ kappas))``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from twinlens.kernels import gaussian, mge_far_field
 from twinlens.kernels.domains import Arg
-from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.registry import Kernel, KernelFamily
+from twinlens.kernels.tolerance import Tolerance
 
 _N_COMPONENTS = 5
 _SIGMAS = Arg("sigmas", gaussian._SIGMA, size=_N_COMPONENTS)
 _KAPPAS = Arg("kappas", gaussian._KAPPA0, size=_N_COMPONENTS)
+_FAMILY = KernelFamily("mge", gaussian._XY, tol=gaussian._TOL)
 
 
-def _register(name, single, params, outputs, tol=gaussian._TOL, power=1, impls=None):
-    return register(
-        Kernel(
-            name=f"mge.{name}",
-            point=single,
-            inputs=(Arg("x", gaussian._XY), Arg("y", gaussian._XY)),
-            params=(*(Arg(n, d) for n, d in params), _SIGMAS, _KAPPAS),
-            outputs=outputs,
-            tol=tol,
-            ties=gaussian._TIES,
-            components=2,
-            impls=impls or {},
-            # the absolute floor scales with sum_k |kappa_k| sigma_k^power (the components' sizes)
-            atol_scale=lambda *p, power=power: float(np.sum(np.abs(p[-1]) * p[-2] ** power)),
-            doc=f"Sum over components of gaussian.{name}: {single.__doc__ or ''}",
-        )
+def _component_scale(power: int) -> Callable[..., float]:
+    # the absolute floor scales with sum_k |kappa_k| sigma_k^power (the components' sizes)
+    return lambda *p: float(np.sum(np.abs(p[-1]) * p[-2] ** power))
+
+
+def _summed(
+    name: str,
+    single: Callable[..., Any],
+    params: tuple[Arg, ...],
+    outputs: tuple[str, ...],
+    tol: Tolerance | None = None,
+    power: int = 1,
+    impls: dict[str, Callable[..., Any]] | None = None,
+) -> Kernel:
+    # the sum over components of the single-Gaussian kernel of the same name
+    return _FAMILY.register(
+        name,
+        single,
+        outputs,
+        params=(*params, _SIGMAS, _KAPPAS),
+        tol=tol,
+        atol_scale=_component_scale(power),
+        impls=impls,
+        components=2,
+        doc=f"Sum over components of gaussian.{name}: {single.__doc__ or ''}",
     )
 
 
@@ -48,9 +62,9 @@ _C, _EA, _ER, _QP = gaussian._C, gaussian._EA, gaussian._ER, gaussian._QP
 _A, _H = gaussian._A, gaussian._H
 _T = gaussian._TOL_HESSIAN
 g = gaussian
-CONVERGENCE = _register("convergence", g.convergence, (*_C, *_EA), ("kappa",), power=0)
-DEFLECTIONS_SPHERICAL = _register("deflections_spherical", g.deflections_spherical, _C, _A)
-DEFLECTIONS_ELLIPTICAL = _register(
+CONVERGENCE = _summed("convergence", g.convergence, (*_C, *_EA), ("kappa",), power=0)
+DEFLECTIONS_SPHERICAL = _summed("deflections_spherical", g.deflections_spherical, _C, _A)
+DEFLECTIONS_ELLIPTICAL = _summed(
     "deflections_elliptical",
     g.deflections_elliptical,
     (*_C, *_QP),
@@ -58,23 +72,23 @@ DEFLECTIONS_ELLIPTICAL = _register(
     # numba: the components far from a point summed as one series (mge_far_field)
     impls={"numba": mge_far_field.deflections_elliptical},
 )
-DEFLECTIONS_NEAR_ROUND = _register(
+DEFLECTIONS_NEAR_ROUND = _summed(
     "deflections_near_round", g.deflections_near_round, (*_C, *_ER), _A
 )
-DEFLECTIONS = _register(
+DEFLECTIONS = _summed(
     "deflections",
     g.deflections,
     (*_C, *_EA),
     _A,
     impls={"numba": g.by_ellipticity(DEFLECTIONS_NEAR_ROUND, DEFLECTIONS_ELLIPTICAL)},
 )
-HESSIAN_ELLIPTICAL = _register(
+HESSIAN_ELLIPTICAL = _summed(
     "hessian_elliptical", g.hessian_elliptical, (*_C, *_QP), _H, _T, power=0
 )
-HESSIAN_NEAR_ROUND = _register(
+HESSIAN_NEAR_ROUND = _summed(
     "hessian_near_round", g.hessian_near_round, (*_C, *_ER), _H, _T, power=0
 )
-HESSIAN = _register(
+HESSIAN = _summed(
     "hessian",
     g.hessian,
     (*_C, *_EA),
@@ -83,19 +97,9 @@ HESSIAN = _register(
     power=0,
     impls={"numba": g.by_ellipticity(HESSIAN_NEAR_ROUND, HESSIAN_ELLIPTICAL)},
 )
-POTENTIAL = _register("potential", g.potential, (*_C, *_EA), ("psi",), power=2)
+POTENTIAL = _summed("potential", g.potential, (*_C, *_EA), ("psi",), power=2)
 del g
 
 #: The kernel for each ``(quantity, form)``, the forms of
 #: :data:`twinlens.kernels.gaussian.KERNELS` (the round hessian is the near-round form's).
-KERNELS = {
-    ("convergence", "traced"): CONVERGENCE,
-    ("deflections", "spherical"): DEFLECTIONS_SPHERICAL,
-    ("deflections", "elliptical"): DEFLECTIONS_ELLIPTICAL,
-    ("deflections", "near_round"): DEFLECTIONS_NEAR_ROUND,
-    ("deflections", "traced"): DEFLECTIONS,
-    ("hessian", "elliptical"): HESSIAN_ELLIPTICAL,
-    ("hessian", "near_round"): HESSIAN_NEAR_ROUND,
-    ("hessian", "traced"): HESSIAN,
-    ("potential", "traced"): POTENTIAL,
-}
+KERNELS = _FAMILY.by_form()

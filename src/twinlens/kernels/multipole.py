@@ -51,9 +51,8 @@ import numpy as np
 from twinlens.backend import jax_runtime
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.geometry import from_profile_frame, to_profile_frame
+from twinlens.kernels.multipole_closed import _closed_p, _fhat_odd
 from twinlens.kernels.ops import (
-    arcsinh,
-    arctan,
     arctan2,
     cos,
     log,
@@ -64,7 +63,7 @@ from twinlens.kernels.ops import (
     sqrt,
     where,
 )
-from twinlens.kernels.registry import Kernel, numba_by_form, register
+from twinlens.kernels.registry import Kernel, KernelFamily, numba_by_form
 from twinlens.kernels.tolerance import Tolerance
 
 #: the near-round quadrature serves ``1 - Q_SWITCH < q <= 1``; closed forms serve the rest
@@ -74,7 +73,6 @@ N_GL = 48
 #: the orders the elliptical multipole supports
 ELLIPTICAL_ORDERS = (1, 3, 4)
 
-_LN2 = float(np.log(2.0))
 _T, _W = np.polynomial.legendre.leggauss(N_GL)
 _U = pi * (_T + 1.0)  # nodes on [0, 2 pi]
 _WK = _W * pi / (2.0 * pi) * ((pi - _U) * np.sin(_U) - 0.5 * np.cos(_U))  # w K(u) / 2pi
@@ -216,83 +214,6 @@ def _assemble_potential(r, c, s, inside, p, c1, s1, einstein_radius, amplitude):
     return where(
         inside, amplitude * r * (p + 0.5 * log(r / einstein_radius) * (c1 * c + s1 * s)), 0.0
     )
-
-
-# ------------------------------------------------------------------------------------------
-# closed forms (q <= 1 - Q_SWITCH)
-
-
-@pointwise(inline=False)
-def _fhat_odd(c, s, big_q, m):
-    # lenstronomy's F-hat of the m = 1 or m = 3 base potential and its derivative, axis ratio
-    # big_q (q or 1/q), with its first harmonic A cos(phi) removed (the twinlens gauge).
-    d = big_q * big_q * c * c + s * s
-    lg = log(2.0 * d)
-    dl = arctan((big_q - 1.0) * c * s / (big_q * c * c + s * s))  # phi - varphi
-    lgp = 2.0 * (1.0 - big_q * big_q) * s * c / d
-    dlp = 1.0 - big_q / d
-    one_m_q2 = 1.0 - big_q * big_q
-    rho = (1.0 - big_q) / (1.0 + big_q)
-    # the first harmonic of ln(2 D) cos(phi), per pi: ln 2 + 2 ln((1 + q) / 2) - rho
-    harm_l = _LN2 + 2.0 * log(0.5 * (1.0 + big_q)) - rho
-    if m == 1:
-        k1 = big_q
-        k0 = _LN2 * (1.0 + big_q) / 2.0 - one_m_q2 * (1.0 + _LN2 / 4.0)
-        k2 = 1.0
-        den = -2.0 * one_m_q2
-    else:
-        k1 = big_q * (3.0 + big_q * big_q)
-        k0 = (
-            _LN2 * (1.0 + big_q) * (1.0 + big_q)
-            - 2.0 * (1.0 - big_q) * (1.0 + big_q) * (1.0 + big_q) * (1.0 + _LN2 / 4.0)
-            + one_m_q2 * one_m_q2 / 4.0
-        )
-        k2 = 1.0 + 3.0 * big_q * big_q
-        den = 2.0 * one_m_q2 * one_m_q2
-    gauge = (k1 * harm_l - k0 - k2 * rho) / den
-    f = (c * (k1 * lg - k0) + 2.0 * k2 * s * dl) / den - gauge * c
-    fp = (-s * (k1 * lg - k0) + k1 * c * lgp + 2.0 * k2 * (c * dl + s * dlp)) / den + gauge * s
-    return f, fp, gauge
-
-
-@pointwise(inline=False)
-def _f4(c, s, q):
-    # the m = 4 closed forms F_1 (cosine part), F_2 (sine part) and their derivatives
-    s2 = 1.0 - q * q
-    sq = sqrt(s2)
-    d = q * q * c * c + s * s
-    rd = sqrt(d)
-    z = arctan(sq * c / rd)
-    w = arcsinh(sq * s / q)
-    sin2 = 2.0 * s * c
-    cos2 = c * c - s * s
-    n1 = 1.0 + 4.0 * q * q + q**4 - (1.0 - q**4) * cos2
-    p1 = (1.0 + 6.0 * q * q + q**4) / (s2 * s2 * sq)
-    p2 = 4.0 * q * (1.0 + q * q) / (s2 * s2 * sq)
-    f1 = -4.0 * n1 / (3.0 * s2 * s2 * rd) + p1 * (c * z + s * w)
-    f1p = -4.0 * sin2 / (3.0 * s2 * s2 * d * rd) * (2.0 * (1.0 - q**4) * d - 0.5 * n1 * s2)
-    f1p = f1p + p1 * (c * w - s * z)
-    f2 = -4.0 * q * sin2 / (3.0 * s2 * rd) + p2 * (c * w - s * z)
-    f2p = -4.0 * q / (3.0 * s2) * (2.0 * cos2 / rd - 0.5 * s2 * sin2 * sin2 / (d * rd))
-    f2p = f2p + p2 * (sq / rd - c * z - s * w)
-    return f1, f1p, f2, f2p
-
-
-@pointwise
-def _closed_p(c, s, q, m, cm, sm):
-    # P and P' of the whole multipole (cosine and sine parts combined), reference frame
-    rq = sqrt(q)
-    if m == 4:
-        f1, f1p, f2, f2p = _f4(c, s, q)
-        return rq * (cm * f1 + sm * f2), rq * (cm * f1p + sm * f2p)
-    fc, fcp, _ = _fhat_odd(c, s, q, m)
-    # the sine part is the cosine part of the ellipse turned by 90 degrees: axis ratio 1/q at
-    # the point (-y, x); lenstronomy's sign is - for m = 1 and + for m = 3
-    fs, fsp, _ = _fhat_odd(-s, c, 1.0 / q, m)
-    sign = -1.0 if m == 1 else 1.0
-    p = rq * (cm * fc + sm * sign * fs / q)
-    dp = rq * (cm * fcp + sm * sign * fsp / q)
-    return p, dp
 
 
 # ------------------------------------------------------------------------------------------
@@ -469,7 +390,6 @@ _R_E = Domain(0.1, 5.0, specials=(1.0,))
 _Q_ANY = Domain(0.1, 1.0, specials=(1.0, 1.0 - 1e-8, 0.9, 0.9 + 1e-9, 0.1, 0.5))
 _Q_CLOSED = Domain(0.1, 0.9, specials=(0.9, 0.1, 0.5, 0.8999))
 _Q_ROUND = Domain(0.9, 1.0, specials=(1.0, 1.0 - 1e-8, 1.0 - 1e-12, 0.9 + 1e-9))
-_TIES = (("x", "centre_x"), ("y", "centre_y"))
 # Deflections are vectors, hessians tensors: each point's error is measured against their norm.
 # The fields are homogeneous of degree 0 (deflections) and -1 (hessians) in r; the potential
 # (degree 1) crosses zero on nodal lines, where only an absolute error of a few ulp of
@@ -479,28 +399,6 @@ _TOL = Tolerance(rtol=1e-12, atol=1e-15, norm=True, why="components vanish on no
 _TOL_CLOSED = Tolerance(rtol=1e-11, atol=1e-13, norm=True, why="closed forms cancel ~(1-q^2)^-2")
 # The potential grows as a_m r (r up to 14 in the domains) and crosses zero on nodal lines.
 _TOL_PSI = Tolerance(rtol=1e-11, atol=1e-12, why="a_m r grows to 14 a_m; zero on nodal lines")
-
-
-def _scale(*p):
-    return max(abs(p[-3]) if len(p) >= 3 else 1.0, 1e-300)
-
-
-def _reg(name, point, params, outputs, tol, scale=None, impls=None, point_from=""):
-    return register(
-        Kernel(
-            name=name,
-            point=point,
-            point_from=point_from,
-            inputs=(Arg("x", _XY), Arg("y", _XY)),
-            params=params,
-            outputs=outputs,
-            tol=tol,
-            ties=_TIES,
-            doc=point.__doc__ or "",
-            atol_scale=scale,
-            impls=impls or {},
-        )
-    )
 
 
 _H = ("psi_xx", "psi_xy", "psi_yy")
@@ -519,15 +417,18 @@ _CIRC1 = (
     Arg("phi_m", _ANGLE),
     Arg("einstein_radius", _R_E),
 )
-_amp_circ = lambda *p: max(abs(p[3]), 1e-300)  # noqa: E731
-_amp_m1 = lambda *p: max(abs(p[2]), 1e-300)  # noqa: E731
-CONVERGENCE = _reg("multipole.convergence", convergence, _CIRC, ("kappa",), _TOL, _amp_circ)
-DEFLECTIONS = _reg("multipole.deflections", deflections, _CIRC, _AL, _TOL, _amp_circ)
-HESSIAN = _reg("multipole.hessian", hessian, _CIRC, _H, _TOL, _amp_circ)
-POTENTIAL = _reg("multipole.potential", potential, _CIRC, ("psi",), _TOL_PSI, _amp_circ)
-DEFLECTIONS_M1 = _reg("multipole.deflections_m1", deflections_m1, _CIRC1, _AL, _TOL, _amp_m1)
-HESSIAN_M1 = _reg("multipole.hessian_m1", hessian_m1, _CIRC1, _H, _TOL, _amp_m1)
-POTENTIAL_M1 = _reg("multipole.potential_m1", potential_m1, _CIRC1, ("psi",), _TOL_PSI, _amp_m1)
+# the circular multipole's kernels for orders m >= 2, then those for m = 1 (a log term needs r_E)
+_CIRCULAR = KernelFamily(
+    "multipole", _XY, params=_CIRC, tol=_TOL, atol_scale=lambda *p: max(abs(p[3]), 1e-300)
+)
+_CIRCULAR_M1 = _CIRCULAR.variant(params=_CIRC1, atol_scale=lambda *p: max(abs(p[2]), 1e-300))
+CONVERGENCE = _CIRCULAR.register("convergence", convergence, ("kappa",))
+DEFLECTIONS = _CIRCULAR.register("deflections", deflections, _AL)
+HESSIAN = _CIRCULAR.register("hessian", hessian, _H)
+POTENTIAL = _CIRCULAR.register("potential", potential, ("psi",), tol=_TOL_PSI)
+DEFLECTIONS_M1 = _CIRCULAR_M1.register("deflections_m1", deflections_m1, _AL)
+HESSIAN_M1 = _CIRCULAR_M1.register("hessian_m1", hessian_m1, _H)
+POTENTIAL_M1 = _CIRCULAR_M1.register("potential_m1", potential_m1, ("psi",), tol=_TOL_PSI)
 
 #: The circular multipole's kernels by quantity, for orders ``m >= 2`` (parameters
 #: ``centre_x, centre_y, m, amplitude, phi_m``) ...
@@ -581,6 +482,7 @@ def by_axis_ratio(near_round: Kernel, closed: Kernel):
 ELLIPTICAL: dict[int, dict[str, Kernel]] = {}
 for _m in ELLIPTICAL_ORDERS:
     ELLIPTICAL[_m] = {}
+    _family = KernelFamily(f"multipole_ell_m{_m}", _XY)
     for _name, _fn in _make_elliptical(_m).items():
         _fn.__name__ = _fn.__qualname__ = f"elliptical_m{_m}_{_name}"
         _fn.__doc__ = (
@@ -601,13 +503,13 @@ for _m in ELLIPTICAL_ORDERS:
             _impls = {
                 "numba": by_axis_ratio(_forms[f"{_name}_near_round"], _forms[f"{_name}_closed"])
             }
-        ELLIPTICAL[_m][_name] = _reg(
-            f"multipole_ell_m{_m}.{_name}",
+        ELLIPTICAL[_m][_name] = _family.register(
+            _name,
             pointwise(_fn),
-            _ell_params(_qd),
             _outs,
-            _tol,
-            _amp_ell,
-            _impls,
+            params=_ell_params(_qd),
+            tol=_tol,
+            atol_scale=_amp_ell,
+            impls=_impls,
             point_from=f"ELLIPTICAL[{_m}][{_name!r}].point",
         )

@@ -48,7 +48,7 @@ import math
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.geometry import held_at_centre
 from twinlens.kernels.ops import arctan, log, log1p, pointwise, sqrt, where
-from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.registry import KernelFamily
 from twinlens.kernels.tolerance import Tolerance
 
 #: Floor on ``x^2 = (r / r_s)^2``: the value taken at the centre (see the module docstring).
@@ -218,7 +218,6 @@ _XY = Domain(-10.0, 10.0, specials=(0.0, 1e-12, -1e-12, 1.0, 1.0 + 1e-9, 10.0, -
 _CENTRE = Domain(-1.0, 1.0, specials=(0.0, 0.05))
 _KAPPA_S = Domain(0.01, 10.0, specials=(1.0,))
 _RS = Domain(1e-3, 1e3, specials=(1e-3, 1.0, 1e3), log=True)
-_TIES = (("x", "centre_x"), ("y", "centre_y"))
 _PARAMS = (
     Arg("centre_x", _CENTRE),
     Arg("centre_y", _CENTRE),
@@ -230,33 +229,25 @@ _PARAMS = (
 _TOL = Tolerance(rtol=1e-12, atol=1e-14, norm=True)
 
 
-def _register(name, point, outputs, scale):
-    return register(
-        Kernel(
-            name=f"nfw.{name}",
-            point=point,
-            inputs=(Arg("x", _XY), Arg("y", _XY)),
-            params=_PARAMS,
-            outputs=outputs,
-            tol=_TOL,
-            ties=_TIES,
-            doc=point.__doc__ or "",
-            atol_scale=scale,
-        )
-    )
+_FAMILY = KernelFamily("nfw", _XY, params=_PARAMS, tol=_TOL)
 
-
-CONVERGENCE_SPHERICAL = _register(
-    "convergence_spherical", convergence_spherical, ("kappa",), lambda *p: p[2]
+CONVERGENCE_SPHERICAL = _FAMILY.register(
+    "convergence_spherical", convergence_spherical, ("kappa",), atol_scale=lambda *p: p[2]
 )
-DEFLECTIONS_SPHERICAL = _register(
-    "deflections_spherical", deflections_spherical, ("alpha_x", "alpha_y"), lambda *p: p[2] * p[3]
+DEFLECTIONS_SPHERICAL = _FAMILY.register(
+    "deflections_spherical",
+    deflections_spherical,
+    ("alpha_x", "alpha_y"),
+    atol_scale=lambda *p: p[2] * p[3],
 )
-HESSIAN_SPHERICAL = _register(
-    "hessian_spherical", hessian_spherical, ("psi_xx", "psi_xy", "psi_yy"), lambda *p: p[2]
+HESSIAN_SPHERICAL = _FAMILY.register(
+    "hessian_spherical",
+    hessian_spherical,
+    ("psi_xx", "psi_xy", "psi_yy"),
+    atol_scale=lambda *p: p[2],
 )
-POTENTIAL_SPHERICAL = _register(
-    "potential_spherical", potential_spherical, ("psi",), lambda *p: p[2] * p[3] ** 2
+POTENTIAL_SPHERICAL = _FAMILY.register(
+    "potential_spherical", potential_spherical, ("psi",), atol_scale=lambda *p: p[2] * p[3] ** 2
 )
 
 #: The round NFW's closed forms by quantity (parameters ``centre_x, centre_y, kappa_s,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.ops import log, maximum, pointwise, where
-from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.registry import KernelFamily
 from twinlens.kernels.tolerance import Tolerance
 
 #: smallest radius the potential uses, arcsec (lenstronomy's ``r_min``)
@@ -71,7 +71,6 @@ _XY = Domain(-10.0, 10.0, specials=(0.0, 1e-12, -1e-12, 10.0, -7.5))
 _CENTRE = Domain(-1.0, 1.0, specials=(0.0, 0.05))
 _THETA_E = Domain(1e-3, 10.0, specials=(1e-3, 1.0, 10.0), log=True)
 _PARAMS = (Arg("centre_x", _CENTRE), Arg("centre_y", _CENTRE), Arg("einstein_radius", _THETA_E))
-_TIES = (("x", "centre_x"), ("y", "centre_y"))
 # Deflections are vectors (error against |alpha|); the hessian is a tensor (error against its
 # norm): a component that vanishes by symmetry carries no relative precision of its own.
 _TOL = Tolerance(rtol=1e-12, atol=1e-300, norm=True, why="components vanish on the axes")
@@ -79,26 +78,14 @@ _TOL = Tolerance(rtol=1e-12, atol=1e-300, norm=True, why="components vanish on t
 _TOL_PSI = Tolerance(rtol=1e-12, atol=1e-15, why="ln r crosses zero at r = 1")
 
 
-def _register(name, point, outputs, tol, scale=None):
-    return register(
-        Kernel(
-            name=f"point_mass.{name}",
-            point=point,
-            inputs=(Arg("x", _XY), Arg("y", _XY)),
-            params=_PARAMS,
-            outputs=outputs,
-            tol=tol,
-            ties=_TIES,
-            doc=point.__doc__ or "",
-            atol_scale=scale,
-        )
-    )
+_FAMILY = KernelFamily("point_mass", _XY, params=_PARAMS)
 
-
-CONVERGENCE = _register("convergence", convergence, ("kappa",), Tolerance())
-DEFLECTIONS = _register("deflections", deflections, ("alpha_x", "alpha_y"), _TOL)
-HESSIAN = _register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"), _TOL)
-POTENTIAL = _register("potential", potential, ("psi",), _TOL_PSI, scale=lambda *p: p[-1] ** 2)
+CONVERGENCE = _FAMILY.register("convergence", convergence, ("kappa",))
+DEFLECTIONS = _FAMILY.register("deflections", deflections, ("alpha_x", "alpha_y"), tol=_TOL)
+HESSIAN = _FAMILY.register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"), tol=_TOL)
+POTENTIAL = _FAMILY.register(
+    "potential", potential, ("psi",), tol=_TOL_PSI, atol_scale=lambda *p: p[-1] ** 2
+)
 
 #: The point mass's kernels by quantity (parameters ``centre_x, centre_y, einstein_radius``).
 KERNELS = {

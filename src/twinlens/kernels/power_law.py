@@ -82,8 +82,9 @@ from twinlens.backend import jax_runtime
 from twinlens.backend.concrete import any_jax, is_concrete
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.geometry import held_at_centre
-from twinlens.kernels.ops import exp_vectorised, log_vectorised, make_op, pointwise, where
-from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.ops import make_op, pointwise, where
+from twinlens.kernels.power_law_blocked import blocked_deflections_loop
+from twinlens.kernels.registry import Kernel, KernelFamily
 from twinlens.kernels.tolerance import Tolerance
 
 #: the series stops at the first term whose size (the same at every point) is below this
@@ -406,108 +407,6 @@ _SERIES_POINTS = {
 }
 
 
-# -- numba: the deflections a block of points at a time -------------------------------------
-#
-# The per-point loop sums the series point by point: the loop over terms sits inside the loop
-# over points, so LLVM cannot vectorise, and each point pays the sum's full latency. Here each
-# parallel iteration takes BLOCK points: their set-up (with the vectorising exp and log in place
-# of pow), then each Horner step for the whole block (the term loop outside, the point loop
-# inside: vectorised), then the assembly. The same formulas as _setup, _horner and
-# deflections_series (validated against them on every call of `twinlens validate`), within
-# 7e-16 of the per-point loop.
-
-BLOCK = 128
-
-
-def _deflections_block(x, y, start, cx, cy, e1, e2, einstein_radius, slope, coef, out_x, out_y):
-    # numba only (it writes into out_x, out_y); points start .. start + BLOCK of x, y
-    m = min(BLOCK, x.shape[0] - start)
-    n_coef = coef.shape[0]
-    t = slope - 1.0
-    scale = einstein_radius * einstein_radius * (1.0 - e1 * e1 - e2 * e2)
-    vr = np.empty(BLOCK)
-    vi = np.empty(BLOCK)
-    amp = np.empty(BLOCK)
-    zr = np.empty(BLOCK)
-    zi = np.empty(BLOCK)
-    wr = np.empty(BLOCK)
-    wi = np.empty(BLOCK)
-    er = np.empty(BLOCK)
-    ei = np.empty(BLOCK)
-    orr = np.empty(BLOCK)
-    oi = np.empty(BLOCK)
-    for j in range(m):
-        dx = x[start + j] - cx
-        dy = y[start + j] - cy
-        a = (1.0 - e1) * dx - e2 * dy
-        b = (1.0 + e1) * dy - e2 * dx
-        v2 = a * a + b * b
-        v2s = v2 if v2 > 0.0 else 1.0  # at the centre V = 0, so alpha = 0 whatever A is
-        amp[j] = exp_vectorised(0.5 * t * log_vectorised(scale / v2s))
-        c2 = (a * a - b * b) / v2s
-        s2 = 2.0 * a * b / v2s
-        zr_j = -(e1 * c2 + e2 * s2)
-        zi_j = e2 * c2 - e1 * s2
-        vr[j] = a
-        vi[j] = b
-        zr[j] = zr_j
-        zi[j] = zi_j
-        wr[j] = zr_j * zr_j - zi_j * zi_j
-        wi[j] = 2.0 * zr_j * zi_j
-    # the even and odd Horner chains of _horner, in W = Z^2, each step over the whole block
-    k = 2 * ((n_coef - 1) // 2)
-    for j in range(m):
-        er[j] = coef[k]
-        ei[j] = 0.0
-    while k >= 2:
-        k -= 2
-        c = coef[k]
-        for j in range(m):
-            re = er[j] * wr[j] - ei[j] * wi[j] + c
-            ei[j] = er[j] * wi[j] + ei[j] * wr[j]
-            er[j] = re
-    k = 2 * (n_coef // 2) - 1
-    for j in range(m):
-        orr[j] = coef[k] if k >= 1 else 0.0
-        oi[j] = 0.0
-    while k >= 3:
-        k -= 2
-        c = coef[k]
-        for j in range(m):
-            re = orr[j] * wr[j] - oi[j] * wi[j] + c
-            oi[j] = orr[j] * wi[j] + oi[j] * wr[j]
-            orr[j] = re
-    for j in range(m):
-        sr = er[j] + orr[j] * zr[j] - oi[j] * zi[j]
-        si = ei[j] + orr[j] * zi[j] + oi[j] * zr[j]
-        out_x[start + j] = amp[j] * (vr[j] * sr - vi[j] * si)
-        out_y[start + j] = amp[j] * (vr[j] * si + vi[j] * sr)
-
-
-@cache
-def _blocked_deflections_loop():
-    from twinlens.kernels.compile import build, generate
-
-    args = ["x", "y", "cx", "cy", "e1", "e2", "einstein_radius", "slope", "coef"]
-    body = "\n".join(
-        [
-            "    n = x.shape[0]",
-            "    out_x = np.empty(n)",
-            "    out_y = np.empty(n)",
-            f"    for block in prange((n + {BLOCK} - 1) // {BLOCK}):",
-            f"        _block(x, y, block * {BLOCK}, {', '.join(args[2:])}, out_x, out_y)",
-            "    return (out_x, out_y)",
-        ]
-    )
-    source = generate(
-        "power_law.deflections, blocked", [("_block", _deflections_block)], args, body
-    )
-    dummy = [np.zeros(1), np.zeros(1), *([0.5] * 6), np.full(3, 0.5)]
-    for a in dummy[:2]:
-        a.flags.writeable = False
-    return build("power_law_deflections_blocked", source, *dummy)
-
-
 def _series_kernel(quantity: str) -> Kernel:
     # The per-point function with the coefficient array as a parameter: the registry builds its
     # numba prange loop (not registered: its coef parameter is not free to draw).
@@ -571,7 +470,6 @@ _E1 = Domain(-0.82, 0.82, specials=(0.0, 5e-9, -1e-12, 9 / 11, -0.5))
 _E2 = Domain(-0.45, 0.45, specials=(0.0, -5e-9, 1e-12, 0.45))
 _THETA_E = Domain(0.01, 10.0, specials=(1.0, 0.01, 10.0), log=True)
 _SLOPE = Domain(1.2, 2.8, specials=(1.2, 2.0, 2.8, 2.2))
-_TIES = (("x", "centre_x"), ("y", "centre_y"))
 # Deflections are vectors: each point's error is measured against |alpha|. The absolute floor
 # is scaled by theta_E (the deflection scale at the Einstein radius); for slope < 2 alpha -> 0
 # at the centre, where only the floor applies.
@@ -597,32 +495,40 @@ _PARAMS = (
 )
 
 
-def _register(name, point, outputs, tol, scale=None, series_kernel=True):
-    impls = {}
-    if series_kernel:
-        series = _series_kernel(name)
-        blocked = _blocked_deflections_loop if name == "deflections" else None
-        impls = {"numba": _loop_impl(series, "numba", blocked), "jax": _jax_impl(name)}
-    return register(
-        Kernel(
-            name=f"power_law.{name}",
-            point=point,
-            inputs=(Arg("x", _XY), Arg("y", _XY)),
-            params=_PARAMS,
-            outputs=outputs,
-            tol=tol,
-            ties=_TIES,
-            doc=point.__doc__ or "",
-            atol_scale=scale,
-            impls=impls,
-        )
-    )
+_FAMILY = KernelFamily("power_law", _XY, params=_PARAMS)
 
 
-CONVERGENCE = _register("convergence", convergence, ("kappa",), _TOL_KAPPA, series_kernel=False)
-DEFLECTIONS = _register("deflections", deflections, ("alpha_x", "alpha_y"), _TOL, _deflection_scale)
-HESSIAN = _register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"), _TOL_KAPPA)
-POTENTIAL = _register("potential", potential, ("psi",), _TOL, _potential_scale)
+def _series_impls(quantity: str) -> dict[str, Any]:
+    # numba and JAX: the series length decided once per call, then the series kernel's loop
+    series = _series_kernel(quantity)
+    blocked = blocked_deflections_loop if quantity == "deflections" else None
+    return {"numba": _loop_impl(series, "numba", blocked), "jax": _jax_impl(quantity)}
+
+
+CONVERGENCE = _FAMILY.register("convergence", convergence, ("kappa",), tol=_TOL_KAPPA)
+DEFLECTIONS = _FAMILY.register(
+    "deflections",
+    deflections,
+    ("alpha_x", "alpha_y"),
+    tol=_TOL,
+    atol_scale=_deflection_scale,
+    impls=_series_impls("deflections"),
+)
+HESSIAN = _FAMILY.register(
+    "hessian",
+    hessian,
+    ("psi_xx", "psi_xy", "psi_yy"),
+    tol=_TOL_KAPPA,
+    impls=_series_impls("hessian"),
+)
+POTENTIAL = _FAMILY.register(
+    "potential",
+    potential,
+    ("psi",),
+    tol=_TOL,
+    atol_scale=_potential_scale,
+    impls=_series_impls("potential"),
+)
 
 #: The power law's kernels by quantity (parameters ``centre_x, centre_y, e1, e2,
 #: einstein_radius, slope``).

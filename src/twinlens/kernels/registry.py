@@ -22,7 +22,7 @@ import numpy as np
 
 from twinlens.backend import BACKENDS, jax_runtime, resolve_backend
 from twinlens.backend.numba_runtime import read_only
-from twinlens.kernels.domains import Arg
+from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.tolerance import Tolerance
 
 _REGISTRY: dict[str, Kernel] = {}
@@ -338,6 +338,120 @@ def register(kernel: Kernel) -> Kernel:
         raise ValueError(f"a kernel named {kernel.name!r} is already registered")
     _REGISTRY[kernel.name] = kernel
     return kernel
+
+
+#: the ties of most kernels: some points exactly on the profile's centre
+CENTRE_TIES: tuple[tuple[str, str], ...] = (("x", "centre_x"), ("y", "centre_y"))
+
+
+@dataclass(frozen=True)
+class KernelFamily:
+    """What the kernels of one module share, so that each of them is registered by one call
+    to :meth:`register`.
+
+    Parameters
+    ----------
+    prefix
+        The registry names' prefix: a kernel ``name`` registers as ``"prefix.name"``.
+    xy
+        The domain of the per-point inputs ``x`` and ``y``.
+    ties
+        As :class:`Kernel`'s (default: points on ``(centre_x, centre_y)``).
+    params, tol, atol_scale
+        The defaults of :meth:`register`'s arguments of those names.
+    """
+
+    prefix: str
+    xy: Domain
+    ties: tuple[tuple[str, str], ...] = CENTRE_TIES
+    params: tuple[Arg, ...] = ()
+    tol: Tolerance = field(default_factory=Tolerance)
+    atol_scale: Callable[..., float] | None = None
+    #: the kernels registered through this family, in order
+    kernels: list[Kernel] = field(default_factory=list, init=False, compare=False, repr=False)
+
+    def register(
+        self,
+        name: str,
+        point: Callable[..., Any],
+        outputs: tuple[str, ...],
+        *,
+        params: tuple[Arg, ...] | None = None,
+        tol: Tolerance | None = None,
+        atol_scale: Callable[..., float] | None = None,
+        impls: Mapping[str, Callable[..., Any]] | None = None,
+        doc: str | None = None,
+        components: int = 0,
+        point_from: str = "",
+    ) -> Kernel:
+        """Register the kernel ``prefix.name`` of ``point`` on inputs ``(x, y)`` and return it.
+
+        Parameters
+        ----------
+        name : str
+            The name within the family.
+        point : callable
+            The per-point source function (see :class:`Kernel`).
+        outputs : tuple of str
+            Names of the outputs.
+        params, tol, atol_scale : optional
+            As :class:`Kernel`'s; None takes the family's.
+        impls, components, point_from : optional
+            As :class:`Kernel`'s.
+        doc : str, optional
+            Default: ``point``'s docstring.
+
+        Returns
+        -------
+        Kernel
+        """
+        kernel = register(
+            Kernel(
+                name=f"{self.prefix}.{name}",
+                point=point,
+                inputs=(Arg("x", self.xy), Arg("y", self.xy)),
+                params=self.params if params is None else params,
+                outputs=outputs,
+                tol=self.tol if tol is None else tol,
+                impls=impls or {},
+                ties=self.ties,
+                doc=(point.__doc__ or "") if doc is None else doc,
+                atol_scale=self.atol_scale if atol_scale is None else atol_scale,
+                components=components,
+                point_from=point_from,
+            )
+        )
+        self.kernels.append(kernel)
+        return kernel
+
+    def variant(
+        self,
+        *,
+        params: tuple[Arg, ...] | None = None,
+        tol: Tolerance | None = None,
+        atol_scale: Callable[..., float] | None = None,
+    ) -> KernelFamily:
+        """The same family with other defaults (None keeps this one's): its kernels join this
+        family's list (:meth:`by_form` of either lists both)."""
+        other = dataclasses.replace(
+            self,
+            params=self.params if params is None else params,
+            tol=self.tol if tol is None else tol,
+            atol_scale=self.atol_scale if atol_scale is None else atol_scale,
+        )
+        object.__setattr__(other, "kernels", self.kernels)  # one list (a frozen field, set once)
+        return other
+
+    def by_form(self) -> dict[tuple[str, str], Kernel]:
+        """``{(quantity, form): kernel}`` for the kernels registered so far, named
+        ``quantity_form`` (``deflections_spherical``) in the order registered; a name without a
+        form (``deflections``) is the ``traced`` form, the one that takes any parameters, JAX
+        tracers included."""
+        table = {}
+        for kernel in self.kernels:
+            quantity, _, form = kernel.name.removeprefix(f"{self.prefix}.").partition("_")
+            table[quantity, form or "traced"] = kernel
+        return table
 
 
 def unregister(name: str) -> None:

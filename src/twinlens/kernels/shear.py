@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.ops import cos, pointwise, sin
-from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.registry import KernelFamily
 from twinlens.kernels.tolerance import Tolerance
 
 
@@ -71,26 +71,16 @@ def _scale(*p):
     return max(abs(p[-1]), abs(p[-2]), 1e-300)
 
 
-def _register(name, point, outputs, tol=_TOL, scale=_scale):
-    return register(
-        Kernel(
-            name=f"shear.{name}",
-            point=point,
-            inputs=(Arg("x", _XY), Arg("y", _XY)),
-            params=_PARAMS,
-            outputs=outputs,
-            tol=tol,
-            ties=(("x", "origin_x"), ("y", "origin_y")),
-            doc=point.__doc__ or "",
-            atol_scale=scale,
-        )
-    )
+_FAMILY = KernelFamily("shear", _XY, ties=(("x", "origin_x"), ("y", "origin_y")), params=_PARAMS)
 
-
-CONVERGENCE = _register("convergence", convergence, ("kappa",), Tolerance(), None)
-DEFLECTIONS = _register("deflections", deflections, ("alpha_x", "alpha_y"))
-HESSIAN = _register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"), Tolerance(), None)
-POTENTIAL = _register("potential", potential, ("psi",), scale=lambda *p: 20.0 * _scale(*p))
+CONVERGENCE = _FAMILY.register("convergence", convergence, ("kappa",))
+DEFLECTIONS = _FAMILY.register(
+    "deflections", deflections, ("alpha_x", "alpha_y"), tol=_TOL, atol_scale=_scale
+)
+HESSIAN = _FAMILY.register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"))
+POTENTIAL = _FAMILY.register(
+    "potential", potential, ("psi",), tol=_TOL, atol_scale=lambda *p: 20.0 * _scale(*p)
+)
 
 #: The external shear's kernels by quantity (parameters ``origin_x, origin_y, gamma_1, gamma_2``).
 KERNELS = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.ops import pointwise
-from twinlens.kernels.registry import Kernel, register
+from twinlens.kernels.registry import KernelFamily
 from twinlens.kernels.tolerance import Tolerance
 
 
@@ -45,27 +45,12 @@ _XY = Domain(-10.0, 10.0, specials=(0.0, 1e-12, -1e-12, 10.0, -7.5))
 _CENTRE = Domain(-1.0, 1.0, specials=(0.0, 0.05))
 _KAPPA = Domain(-2.0, 2.0, specials=(0.0, 1.0, -1e-9))
 _PARAMS = (Arg("centre_x", _CENTRE), Arg("centre_y", _CENTRE), Arg("kappa", _KAPPA))
+_FAMILY = KernelFamily("sheet", _XY, params=_PARAMS, tol=Tolerance(rtol=1e-12, atol=1e-15))
 
-
-def _register(name, point, outputs):
-    return register(
-        Kernel(
-            name=f"sheet.{name}",
-            point=point,
-            inputs=(Arg("x", _XY), Arg("y", _XY)),
-            params=_PARAMS,
-            outputs=outputs,
-            tol=Tolerance(rtol=1e-12, atol=1e-15),
-            ties=(("x", "centre_x"), ("y", "centre_y")),
-            doc=point.__doc__ or "",
-        )
-    )
-
-
-CONVERGENCE = _register("convergence", convergence, ("kappa",))
-DEFLECTIONS = _register("deflections", deflections, ("alpha_x", "alpha_y"))
-HESSIAN = _register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"))
-POTENTIAL = _register("potential", potential, ("psi",))
+CONVERGENCE = _FAMILY.register("convergence", convergence, ("kappa",))
+DEFLECTIONS = _FAMILY.register("deflections", deflections, ("alpha_x", "alpha_y"))
+HESSIAN = _FAMILY.register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"))
+POTENTIAL = _FAMILY.register("potential", potential, ("psi",))
 
 #: The mass sheet's kernels by quantity (parameters ``centre_x, centre_y, kappa``).
 KERNELS = {

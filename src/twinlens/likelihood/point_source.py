@@ -65,7 +65,8 @@ from twinlens.cosmology import time_delay_days
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.imaging.point_images import PointImages
 from twinlens.kernels import lensing
-from twinlens.lensing.lens_equation import ImageSolver, _newton_step
+from twinlens.lensing.lens_equation import ImageSolver
+from twinlens.lensing.lens_equation_steps import _newton_step
 from twinlens.lensing.multiplane import MultiPlaneTracer
 from twinlens.lensing.point_sources import fermat_potential
 from twinlens.lensing.tracer import Tracer
