@@ -236,3 +236,13 @@ def test_a_template_edit_refits_exactly_the_lenses_it_changes(tmp_path, capsys):
     assert (lenses / "b" / "result.json").read_text() == before["b"]
     record = json.loads((lenses / "a" / "result.json").read_text())
     assert record["parameters"][EINSTEIN]["prior"] == "UniformPrior(lower=0.6, upper=1.5)"
+
+
+def test_data_simulated_again_after_a_deletion_take_the_new_seed(tmp_path):
+    prepare_example("parametric", tmp_path, seed=1)
+    for name in ("data.fits", "noise_map.fits", "psf.fits"):
+        (tmp_path / name).unlink()
+    prepare_example("parametric", tmp_path, seed=2)  # the folder's data are now seed 2's
+    prepare_example("parametric", tmp_path, seed=2)
+    with pytest.raises(ExampleFolderError, match="--seed 2"):
+        prepare_example("parametric", tmp_path, seed=1)

@@ -66,21 +66,24 @@ def place_example(
         main = write(staging).relative_to(staging)
         files = sorted(p.relative_to(staging) for p in staging.rglob("*") if p.is_file())
         data = [f for f in files if f.suffix in _DATA_SUFFIXES]
-        notes = _place_data(staging, folder, data, marker, seed)
+        notes, simulated = _place_data(staging, folder, data, marker, seed)
         texts = {}
         for name in (f for f in files if f.suffix not in _DATA_SUFFIXES):
             note, texts[str(name)] = _place_text(staging, folder, name, marker)
             notes += [note] if note else []
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    record = {"seed": marker.get("seed", seed) if data else seed, "texts": texts}
+    # the seed of the data in the folder: this run's where it wrote them, else the earlier one
+    record = {"seed": seed if simulated else marker.get("seed", seed), "texts": texts}
     atomic_write_text(json.dumps(record, indent=1) + "\n", folder / MARKER)
     return folder / main, notes
 
 
 def _place_data(
     staging: Path, folder: Path, data: list[Path], marker: dict, seed: int
-) -> list[str]:
+) -> tuple[list[str], bool]:
+    """Write the data files that are absent (all-or-nothing per folder); returns the notes and
+    whether any were written."""
     groups: dict[Path, list[Path]] = {}
     for name in data:
         groups.setdefault(name.parent, []).append(name)
@@ -106,9 +109,10 @@ def _place_data(
     for name in todo:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging / name, folder / name)
+    notes = []
     if kept and stored is None:  # data of unknown origin: say whose are fitted
-        return [f"using the data already in {folder} (never simulated over)"]
-    return []
+        notes = [f"using the data already in {folder} (never simulated over)"]
+    return notes, bool(todo)
 
 
 def _place_text(staging: Path, folder: Path, name: Path, marker: dict) -> tuple[str, str]:
