@@ -246,3 +246,19 @@ def test_data_simulated_again_after_a_deletion_take_the_new_seed(tmp_path):
     prepare_example("parametric", tmp_path, seed=2)
     with pytest.raises(ExampleFolderError, match="--seed 2"):
         prepare_example("parametric", tmp_path, seed=1)
+
+
+def test_a_finished_lens_whose_data_cannot_be_read_is_kept_and_said(tmp_path, capsys):
+    from test_catalogue import CSV, _catalogue
+
+    from twinlens.catalogue import load_catalogue
+    from twinlens.catalogue.runner import _stale_lenses
+
+    catalogue = load_catalogue(_catalogue(tmp_path, CSV))  # lens "broken" names a missing file
+    finished = tmp_path / "out" / "lenses" / "broken"
+    finished.mkdir(parents=True)
+    (finished / "result.json").write_text(json.dumps({"fingerprint": {"data": "old"}}))
+    assert _stale_lenses(catalogue, keep=False) == {}
+    said = capsys.readouterr().out
+    assert "1 finished lens(es) kept unchecked" in said and "missing.fits" in said
+    assert (finished / "result.json").is_file()  # nothing moved

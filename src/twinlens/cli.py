@@ -159,7 +159,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
                 folder,
                 args.seed,
             )
-        except (ExampleFolderError, ValueError) as err:
+        except ExampleFolderError as err:
             return _usage_error(str(err))
         for note in notes:
             print(note)
@@ -302,7 +302,7 @@ def _add_batch(sub: Any) -> None:
     b.add_argument(
         "--example",
         nargs="?",
-        type=int,
+        type=_positive_int,
         const=8,
         metavar="N",
         help="simulate N varied lenses (default 8) and fit them on a local cluster",

@@ -190,22 +190,29 @@ def _stale_lenses(catalogue: Catalogue, keep: bool) -> dict[str, Any]:
     """The finished lenses whose fit was defined otherwise than the catalogue defines it now,
     with how (:class:`~twinlens.job.freshness.Staleness`); says so in one line, even when
     quiet: results the user has are about to move (or stay, ``keep``, out of date)."""
-    from twinlens.job.config import parse_config
-    from twinlens.job.freshness import Staleness, fingerprint_of, staleness
+    from twinlens.job.config import ConfigError, parse_config
+    from twinlens.job.freshness import fingerprint_of, staleness
 
     stale: dict[str, Any] = {}
+    unchecked: dict[str, str] = {}
     for task in catalogue.tasks:
         if lens_status(catalogue.output, task.id) != "done":
             continue
         try:
             config = parse_config(task.config, task.base, catalogue.backend)
-            current = fingerprint_of(config)
-        except Exception as err:  # its data are gone or unreadable: its refit will say so
-            stale[task.id] = Staleness(["its data"], f"its data: {type(err).__name__}: {err}")
+        except ConfigError as err:  # data this process cannot read: the result stands, said so
+            unchecked[task.id] = str(err)
             continue
-        changed = staleness(lens_folders(catalogue.output, task.id)[0], current)
+        changed = staleness(lens_folders(catalogue.output, task.id)[0], fingerprint_of(config))
         if changed:
             stale[task.id] = changed
+    if unchecked:
+        first = next(iter(unchecked.items()))
+        print(
+            f"catalogue: {len(unchecked)} finished lens(es) kept unchecked: their data cannot be "
+            f"read here to compare with their fit (lens {first[0]}: {first[1]})",
+            flush=True,
+        )
     if stale:
         parts = list(dict.fromkeys(p for s in stale.values() for p in s.parts))
         shown = ", ".join(parts[:3]) + (f" and {len(parts) - 3} more" if len(parts) > 3 else "")

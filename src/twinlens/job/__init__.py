@@ -45,16 +45,13 @@ def run_fit(
     :class:`~twinlens.job.results.ExportFailed` once every other file is written.
     """
     from twinlens.job.results import write_results
-    from twinlens.search import Objective, search_from_config
+    from twinlens.search import search_from_config
     from twinlens.search.checkpoint import run_record
     from twinlens.search.stopping import stop_on_signals
 
     folder = Path(output) if output is not None else Path(config.output)
     search = search_from_config(**config.search)
-    ps = getattr(config, "point_source", None)
-    objective = Objective.build(
-        config.model, config.dataset, config.backend, None if ps is None else ps.likelihood
-    )
+    objective = config.objective()
     fingerprint = run_record(search, objective)
     _set_aside_if_stale(folder, fingerprint)
     if progress:

@@ -79,6 +79,16 @@ class FitConfig:
     title: str = "twinlens fit"
     point_source: PointSourceConfig | None = None
 
+    def objective(self, backend: str | None = None) -> Any:
+        """The :class:`~twinlens.search.Objective` this configuration defines (its model, data
+        and point source) on ``backend`` (default: the configuration's): what
+        :func:`~twinlens.job.run_fit` searches and what a finished fit's fingerprint is of."""
+        from twinlens.search import Objective
+
+        ps = self.point_source
+        likelihood = None if ps is None else ps.likelihood
+        return Objective.build(self.model, self.dataset, backend or self.backend, likelihood)
+
 
 def _tracer(lenses: tuple, sources: tuple, point_table: Any) -> Tracer:
     """A :class:`Tracer`, or a :class:`~twinlens.lensing.multiplane.MultiPlaneTracer` when the

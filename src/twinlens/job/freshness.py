@@ -134,11 +134,7 @@ def result_files(folder: Path) -> list[str]:
 def fingerprint_of(config: Any) -> dict[str, Any]:
     """The fingerprint of the run a :class:`~twinlens.job.config.FitConfig` defines (its data
     read), as a finished result stores it."""
-    from twinlens.search import Objective, search_from_config
+    from twinlens.search import search_from_config
     from twinlens.search.checkpoint import run_record
 
-    ps = getattr(config, "point_source", None)
-    objective = Objective.build(
-        config.model, config.dataset, config.backend, None if ps is None else ps.likelihood
-    )
-    return run_record(search_from_config(**config.search), objective)
+    return run_record(search_from_config(**config.search), config.objective())
