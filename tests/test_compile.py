@@ -98,3 +98,66 @@ def test_a_loop_made_point_without_a_reference_is_refused():
         assert "module-level name" in str(err) and "point_from" in str(err)
     else:
         raise AssertionError("a local point function was accepted")
+
+
+SRC = Path(kernel_compile.__file__).resolve().parents[1]
+
+
+def test_one_module_generates_numba_source():
+    """No other module writes numba source: no string of code with ``njit``/``numba`` imports,
+    no call of ``import_generated`` (the generated-module importer), no ``exec``."""
+    import ast
+
+    writers = set()
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            text = node.value if isinstance(node, ast.Constant) else None
+            if isinstance(text, str) and ("from numba import" in text or "@njit" in text):
+                writers.add(path.name)
+            if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+                called = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if called in ("import_generated", "exec"):
+                    writers.add(path.name)
+    assert writers <= {"compile.py", "numba_runtime.py"}, writers
+
+
+def test_a_plain_python_module_is_copied_as_written_and_runs_the_same():
+    """The lens-equation loops: the function text verbatim, numba's prange in place of the
+    module's ``prange = range``, parallel only where a prange loop is, equal results."""
+    import inspect
+
+    import numpy as np
+
+    from twinlens.lensing import lens_equation_loops as loops
+
+    source = kernel_compile.numba_copy_source(loops, loops._FUNCTIONS)
+    for name in loops._FUNCTIONS:
+        assert inspect.getsource(getattr(loops, name)) in source
+    assert "prange = range" not in source
+    assert "find_triangles = njit(parallel=True, cache=" in source
+    assert "barycentric = njit(parallel=False, cache=" in source
+    rng = np.random.default_rng(3)
+    tri = rng.uniform(-1, 1, (2 * 8, 6))
+    boxes = np.array([[-1.0, 1.0, -1.0, 1.0]] * 2)
+    sources = rng.uniform(-0.5, 0.5, (40, 2))
+    found = []
+    for find in (loops.find_triangles, loops.compiled().find_triangles):
+        index, count = np.empty((40, 3), dtype=np.int64), np.empty(40, dtype=np.int64)
+        find(tri, boxes, sources, 1e-12, index, count)
+        found.append((index, count))
+    np.testing.assert_array_equal(found[0][0], found[1][0])
+    np.testing.assert_array_equal(found[0][1], found[1][1])
+    assert found[0][1].sum() > 0  # some source lies in some triangle
+
+
+def test_a_copy_imports_the_globals_it_reads_and_binds_aliases():
+    from twinlens.inversion import nnls
+
+    functions = ("_passive_solve_loops", "_solve_one", "_solve_batch")
+    source = kernel_compile.numba_copy_source(
+        nnls, functions, aliases={"_passive_solve": "_passive_solve_loops"}
+    )
+    assert "from twinlens.inversion.nnls import TOLERANCE" in source
+    assert "_passive_solve = _passive_solve_loops" in source
+    assert "nnls.py" in source.splitlines()[1]  # the fingerprint covers the module it copies

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -168,29 +168,6 @@ def import_generated(stem: str, source: str) -> ModuleType:
             quiet_compiles(value)
             recover_damaged_cache(value)
     return module
-
-
-def compile_module(module: ModuleType, functions: Sequence[str], stem: str) -> ModuleType:
-    """A numba-compiled copy of ``module``'s ``functions``, written as ``stem`` and cached on
-    disk like every generated module.
-
-    ``module`` is plain Python that numba compiles as is, with the line
-    ``prange = range  # ...`` standing for numba's ``prange`` (so the module also runs, and
-    reads, without numba). Each function is compiled ``parallel`` only when it holds a
-    ``prange(`` loop: numba warns (an error under the tests' filters) when ``parallel=True``
-    finds nothing to parallelise, and only when it compiles, never when it loads its cache, so
-    a warm machine never shows it."""
-    import inspect
-
-    load()
-    source = inspect.getsource(module)
-    source = source.replace("prange = range  #", "from numba import njit, prange  #", 1)
-    source += "\n\n# compiled copies\n" + "".join(
-        f"{name} = njit(parallel={'prange(' in inspect.getsource(getattr(module, name))}, "
-        f"cache={cache_enabled()}, error_model='numpy')({name})\n"
-        for name in functions
-    )
-    return import_generated(stem, source)
 
 
 def _umask() -> int:

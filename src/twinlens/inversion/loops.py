@@ -1,8 +1,8 @@
 """The numba loops of the pixelised inversion, as plain Python.
 
-This module runs as it is (slowly) on numpy arrays; :func:`compiled` makes the numba copy:
-the same text with ``prange`` taken from numba and every function compiled (``parallel``
-over the ``prange`` loops), written as a generated module so numba caches it on disk. The
+This module runs as it is (slowly) on numpy arrays; :func:`compiled` makes the numba copy
+(:func:`twinlens.kernels.compile.numba_copy`: each function's text, with numba's ``prange``,
+compiled ``parallel`` over its ``prange`` loops), cached on disk like every generated module. The
 loops are written to be race-free: each ``prange`` iteration writes only its own row.
 """
 
@@ -14,7 +14,7 @@ from types import ModuleType
 
 import numpy as np
 
-prange = range  # numba's prange in the compiled copy (see compiled)
+prange = range  # numba's prange in the compiled copy, whose template imports it
 
 _FUNCTIONS = (
     "relocate_loop",
@@ -250,11 +250,11 @@ def compiled() -> ModuleType:
     import os
     import sys
 
-    from twinlens.backend import numba_runtime
+    from twinlens.kernels.compile import numba_copy
 
     # OpenMP worker threads that spin after a parallel loop starve the host's Qhull point
     # location that follows (by orders of magnitude on busy cores); sleeping waiters change
     # no result. Effective when OpenMP has not started yet in this process.
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
-    return numba_runtime.compile_module(sys.modules[__name__], _FUNCTIONS, "inversion_loops")
+    return numba_copy(sys.modules[__name__], _FUNCTIONS, "inversion_loops")

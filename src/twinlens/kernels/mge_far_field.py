@@ -51,7 +51,7 @@ import numpy as np
 from twinlens.kernels.faddeeva import _BIG, wofz_upper
 from twinlens.kernels.gaussian import _shajib_shape
 from twinlens.kernels.geometry import from_profile_frame, to_profile_frame
-from twinlens.kernels.ops import exp_vectorised, pi
+from twinlens.kernels.ops import exp_vectorised, pi, pointwise
 
 #: A component is far from a point where ``|z|^2 = |zeta|^2 / sigma^2 >= FAR_Z2`` ...
 FAR_Z2 = 64.0
@@ -107,20 +107,28 @@ def _moment_table(sigmas, kappas, coef):
 def _deflections_block(x, y, start, cx, cy, q, phi, sig, kap, sig2, table, out_x, out_y):
     # numba only: points start .. start + BLOCK of x, y into out_x, out_y (sky frame)
     m = min(BLOCK, x.shape[0] - start)
-    n_comp = sig.shape[0]
-    n_terms = table.shape[1]
     one_m_q2, sqrt_q, p_unit, pref_unit, inv_q = _shajib_shape(q)
     damp_y = inv_q * inv_q - 1.0
-    c_far = sqrt_q * pref_unit
     xp = np.empty(BLOCK)
     ya = np.empty(BLOCK)
     sign = np.empty(BLOCK)
     n_far = np.empty(BLOCK, np.int64)
     ax = np.empty(BLOCK)
     ay = np.empty(BLOCK)
-    v1r = np.empty(RUN)
-    v1i = np.empty(RUN)
-    # the frame, and each point's number of far components
+    shape = (p_unit, one_m_q2, damp_y)
+    _frame_and_far_counts(x, y, start, m, cx, cy, phi, shape, sig2, xp, ya, sign, n_far)
+    _far_series(m, n_far, xp, ya, p_unit, sqrt_q * pref_unit, sig, table, ax, ay)
+    shape = (p_unit, one_m_q2, damp_y, sqrt_q, pref_unit, q, inv_q)
+    _near_components(m, n_far, xp, ya, shape, sig, kap, ax, ay)
+    for j in range(m):
+        out_x[start + j], out_y[start + j] = from_profile_frame(ax[j], ay[j] * sign[j], phi)
+
+
+@pointwise
+def _frame_and_far_counts(x, y, start, m, cx, cy, phi, shape, sig2, xp, ya, sign, n_far):
+    # numba only: each point's frame coordinates (|y'| and its sign) and number of far
+    # components, i.e. those with sigma^2 below both bounds
+    p_unit, one_m_q2, damp_y = shape
     for j in range(m):
         a, b = to_profile_frame(x[start + j], y[start + j], cx, cy, phi)
         xp[j] = a
@@ -131,10 +139,16 @@ def _deflections_block(x, y, start, cx, cy, q, phi, sig, kap, sig2, table, out_x
         # sigma^2 <= bound: far (an overflow to inf means far from every component, as it is)
         bound = min(zeta2 / FAR_Z2, damp2 / DAMP_CUT)
         count = 0
-        for k in range(n_comp):
+        for k in range(sig2.shape[0]):
             count += sig2[k] <= bound
         n_far[j] = count
-    # the far components: one series per point (a gather from the table; not vectorised)
+
+
+@pointwise
+def _far_series(m, n_far, xp, ya, p_unit, c_far, sig, table, ax, ay):
+    # numba only: the far components of each point as one series (a gather from the table;
+    # not vectorised), written into ax, ay (frame deflections before the reflection)
+    n_terms = table.shape[1]
     for j in range(m):
         far = n_far[j]
         if far == 0:
@@ -163,7 +177,15 @@ def _deflections_block(x, y, start, cx, cy, q, phi, sig, kap, sig2, table, out_x
         # (before the reflection), i.e. (Re, -Im) of sigma_ref u h
         ax[j] = c_far * ref * (ur * hr - ui * hi)
         ay[j] = -(c_far * ref * (ur * hi + ui * hr))
-    # the near components, run by run; each point adds only its own (k >= n_far)
+
+
+@pointwise
+def _near_components(m, n_far, xp, ya, shape, sig, kap, ax, ay):
+    # numba only: the near components, run by run; each point adds only its own (k >= n_far)
+    p_unit, one_m_q2, damp_y, sqrt_q, pref_unit, q, inv_q = shape
+    n_comp = sig.shape[0]
+    v1r = np.empty(RUN)
+    v1i = np.empty(RUN)
     for r0 in range(0, m, RUN):
         r1 = min(r0 + RUN, m)
         first = n_comp
@@ -198,8 +220,6 @@ def _deflections_block(x, y, start, cx, cy, q, phi, sig, kap, sig2, table, out_x
                 near = k >= fr[i]
                 axr[i] += pref * v1i[i] if near else 0.0
                 ayr[i] += pref * v1r[i] if near else 0.0
-    for j in range(m):
-        out_x[start + j], out_y[start + j] = from_profile_frame(ax[j], ay[j] * sign[j], phi)
 
 
 @cache
@@ -221,12 +241,12 @@ def _loop() -> Any:
     )
     source = generate(
         "mge.deflections_elliptical, far components as one series",
-        [("_table", _moment_table), ("_block", _deflections_block)],
+        [("_table", _moment_table)],
         args,
         body,
         # the parallel body calls the block function compiled on its own: numba's parallel
         # passes then do not analyse its statements (see twinlens.lensing.fused)
-        helpers='block_of_points = njit(_block_source, cache={cache}, error_model="numpy")\n',
+        called=[("block_of_points", _deflections_block)],
     )
     dummy: list[Any] = [np.zeros(1), np.zeros(1), *([0.5] * 4), np.ones(2), np.ones(2), _COEF]
     for a in dummy[:2]:

@@ -167,35 +167,31 @@ _LN2_LO = 1.90821492927058770002e-10
 _EXP_MAX = 709.79  # above: inf
 _EXP_MIN = -745.2  # below: 0
 # exp(r) Taylor coefficients 1/j!, j = 2..13: for |r| <= ln(2)/2 the remainder is below 4e-18
-_E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = (
-    1.0 / math.factorial(j) for j in range(2, 14)
-)
+_EXP_POLY = (*(1.0 / math.factorial(j) for j in range(13, 1, -1)), 1.0, 1.0)  # highest first
 # log(m) = f - s (f - z P(z)), s = f / (2 + f), z = s^2, P = sum 2 / (2 j + 1) z^(j - 1):
 # for m in [sqrt(1/2), sqrt(2)) the remainder after z^10 is below 1e-19
-_L1, _L2, _L3, _L4, _L5, _L6, _L7, _L8, _L9, _L10, _L11 = (2.0 / (2 * j + 1) for j in range(1, 12))
+_LOG_POLY = tuple(2.0 / (2 * j + 1) for j in range(11, 0, -1))  # highest first
 _SQRT2 = 1.4142135623730951
 _TINY = 2.2250738585072014e-308  # smallest normal float64
 _int_to_float: Any = None  # numba intrinsics, set by register_numba_overloads
 _float_to_int: Any = None
 
 
+@pointwise
+def _horner(x, coefficients):
+    """The polynomial with ``coefficients`` (highest power first) at ``x``, by Horner's rule
+    (numba unrolls the loop over a constant tuple)."""
+    p = coefficients[0] * x + coefficients[1]
+    for k in range(2, len(coefficients)):
+        p = p * x + coefficients[k]
+    return p
+
+
 def _vector_exp(x):  # pragma: no cover - compiled by numba
     xc = min(max(x, _EXP_MIN), _EXP_MAX)
     k = np.floor(xc * _LOG2E + 0.5)
     r = (xc - k * _LN2_HI) - k * _LN2_LO
-    p = _E13 * r + _E12
-    p = p * r + _E11
-    p = p * r + _E10
-    p = p * r + _E9
-    p = p * r + _E8
-    p = p * r + _E7
-    p = p * r + _E6
-    p = p * r + _E5
-    p = p * r + _E4
-    p = p * r + _E3
-    p = p * r + _E2
-    p = p * r + 1.0
-    p = p * r + 1.0
+    p = _horner(r, _EXP_POLY)
     # 2^k in two normal halves, so that results down to the subnormals are reached
     ki = np.int64(k)
     k1 = ki >> 1
@@ -216,16 +212,7 @@ def _vector_log(x):  # pragma: no cover - compiled by numba
     f = m - 1.0
     s = f / (m + 1.0)
     z = s * s
-    p = _L11 * z + _L10
-    p = p * z + _L9
-    p = p * z + _L8
-    p = p * z + _L7
-    p = p * z + _L6
-    p = p * z + _L5
-    p = p * z + _L4
-    p = p * z + _L3
-    p = p * z + _L2
-    p = p * z + _L1
+    p = _horner(z, _LOG_POLY)
     ef = float(e)
     out = ef * _LN2_HI + ((f - s * (f - z * p)) + ef * _LN2_LO)
     out = -np.inf if x == 0.0 else out

@@ -276,15 +276,17 @@ def _source(signature: tuple, n_stored: tuple[int, int]) -> str:
     loads = [f"{p}_b = {p}[b]" for p in scalars]
     block = _block_lines(outputs, stored, n_mass, has_mass, passes)
     arguments = [*outputs, "n_batch", "xs", "ys", *stored, *scalars, *comps]
-    helper = _BLOCK.format(
+    block_body = "\n".join(" " * 4 + line for line in [*loads, *block])
+    loop = _LOOP.format(
         block_size=BLOCK,
-        args=", ".join(["b", "blk", "n", *arguments]),
-        body="\n".join(" " * 4 + line for line in [*loads, *block]),
-        cache="{cache}",
+        call="block(t // n_blocks, t % n_blocks, n, " + ", ".join(arguments) + ")",
     )
-    loop = _LOOP.format(call="block(t // n_blocks, t % n_blocks, n, " + ", ".join(arguments) + ")")
     return generate(
-        "a tracer's deflections and light, block by block", points, arguments, loop, helper
+        "a tracer's deflections and light, block by block",
+        points,
+        arguments,
+        loop,
+        blocks=[("block", ["b", "blk", "n", *arguments], block_body)],
     )
 
 
@@ -313,7 +315,7 @@ def _block_lines(
 ) -> list[str]:
     """The body of ``block`` after the loads: the block's slices of the points, outputs and
     stored fields, the deflection arrays, then the passes."""
-    block = ["s = blk * BLOCK", "e = min(s + BLOCK, n)", "m = e - s"]
+    block = [f"s = blk * {BLOCK}", f"e = min(s + {BLOCK}, n)", "m = e - s"]
     block += ["xb = xs[s:e]", "yb = ys[s:e]"]
     block += [f"m{o[1:]} = {o}[b * n + s : b * n + e]" for o in outputs]
     block += [f"{a}_s = {a}[:, s:e]" for a in stored[:n_mass]]
@@ -338,16 +340,7 @@ def _pass(body: list[str]) -> list[str]:
 # costs them nothing (the same values, the same run time).
 _LOOP = """\
     n = xs.shape[0]
-    n_blocks = (n + BLOCK - 1) // BLOCK
+    n_blocks = (n + {block_size} - 1) // {block_size}
     for t in prange(n_batch * n_blocks):
         {call}
-"""
-
-_BLOCK = """\
-BLOCK = {block_size}
-
-
-@njit(cache={cache}, error_model="numpy")
-def block({args}):
-{body}
 """

@@ -1,9 +1,9 @@
 """The numba loop of the lens-equation solver's triangle search, as plain Python.
 
-This module runs as it is (slowly) on numpy arrays; :func:`compiled` makes the numba copy (the
-same text with ``prange`` taken from numba), written as a generated module so numba caches it
-on disk. :func:`barycentric` is also the JAX search's math (called on whole arrays), so both
-backends test a triangle the same way.
+This module runs as it is (slowly) on numpy arrays; :func:`compiled` makes the numba copy
+(:func:`twinlens.kernels.compile.numba_copy`), cached on disk like every generated module.
+:func:`barycentric` is also the JAX search's math (called on whole arrays), so both backends
+test a triangle the same way.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cache
 from types import ModuleType
 
-prange = range  # numba's prange in the compiled copy (see compiled)
+prange = range  # numba's prange in the compiled copy, whose template imports it
 
 _FUNCTIONS = ("barycentric", "find_triangles")
 
@@ -66,6 +66,6 @@ def compiled() -> ModuleType:
     """The numba-compiled copy of this module's loops (compiled once, cached on disk)."""
     import sys
 
-    from twinlens.backend import numba_runtime
+    from twinlens.kernels.compile import numba_copy
 
-    return numba_runtime.compile_module(sys.modules[__name__], _FUNCTIONS, "lensing_lens_equation")
+    return numba_copy(sys.modules[__name__], _FUNCTIONS, "lensing_lens_equation")
