@@ -316,12 +316,12 @@ _TOL_HESSIAN = Tolerance(
 )
 
 
-def _deflection_scale(*params):
-    return params[-1] * params[-2]  # kappa0 * sigma
+def _deflection_scale(kappa0, sigma, **_):
+    return kappa0 * sigma
 
 
-def _hessian_scale(*params):
-    return params[-1]  # kappa0
+def _hessian_scale(kappa0, **_):
+    return kappa0
 
 
 def by_ellipticity(near_round: Kernel, elliptical: Kernel):
@@ -388,7 +388,11 @@ HESSIAN = _HESSIANS.register(
     impls={"numba": by_ellipticity(HESSIAN_NEAR_ROUND, HESSIAN_ELLIPTICAL)},
 )
 POTENTIAL = _FAMILY.register(
-    "potential", potential, ("psi",), params=_ANY, atol_scale=lambda *p: p[-1] * p[-2] ** 2
+    "potential",
+    potential,
+    ("psi",),
+    params=_ANY,
+    atol_scale=lambda kappa0, sigma, **_: kappa0 * sigma**2,
 )
 
 #: The kernel for each ``(quantity, form)``. Forms: ``spherical`` (ellipticity exactly 0),

@@ -294,7 +294,9 @@ _TOL_P = Tolerance(rtol=1e-11, atol=1e-13, why="the core term cancels x alpha_x 
 
 
 # the absolute floors are relative to theta_E
-_FAMILY = KernelFamily("isothermal", _XY, tol=_TOL, atol_scale=lambda *p: p[-2])
+_FAMILY = KernelFamily(
+    "isothermal", _XY, tol=_TOL, atol_scale=lambda einstein_radius, **_: einstein_radius
+)
 
 
 def _params(*shape: Arg) -> tuple[Arg, ...]:

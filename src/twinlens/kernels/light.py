@@ -204,7 +204,7 @@ _SHAPE = (
 )
 
 
-_FAMILY = KernelFamily("light", _XY, tol=_TOL, atol_scale=lambda *p: p[-1])  # intensity
+_FAMILY = KernelFamily("light", _XY, tol=_TOL, atol_scale=lambda intensity, **_: intensity)
 
 SERSIC = _FAMILY.register(
     "sersic", sersic, ("intensity",), params=(*_SHAPE, Arg("intensity", _INTENSITY))

@@ -32,7 +32,7 @@ _FAMILY = KernelFamily("mge", gaussian._XY, tol=gaussian._TOL)
 
 def _component_scale(power: int) -> Callable[..., float]:
     # the absolute floor scales with sum_k |kappa_k| sigma_k^power (the components' sizes)
-    return lambda *p: float(np.sum(np.abs(p[-1]) * p[-2] ** power))
+    return lambda kappas, sigmas, **_: float(np.sum(np.abs(kappas) * sigmas**power))
 
 
 def _summed(

@@ -419,9 +419,13 @@ _CIRC1 = (
 )
 # the circular multipole's kernels for orders m >= 2, then those for m = 1 (a log term needs r_E)
 _CIRCULAR = KernelFamily(
-    "multipole", _XY, params=_CIRC, tol=_TOL, atol_scale=lambda *p: max(abs(p[3]), 1e-300)
+    "multipole",
+    _XY,
+    params=_CIRC,
+    tol=_TOL,
+    atol_scale=lambda amplitude, **_: max(abs(amplitude), 1e-300),
 )
-_CIRCULAR_M1 = _CIRCULAR.variant(params=_CIRC1, atol_scale=lambda *p: max(abs(p[2]), 1e-300))
+_CIRCULAR_M1 = _CIRCULAR.variant(params=_CIRC1)
 CONVERGENCE = _CIRCULAR.register("convergence", convergence, ("kappa",))
 DEFLECTIONS = _CIRCULAR.register("deflections", deflections, _AL)
 HESSIAN = _CIRCULAR.register("hessian", hessian, _H)
@@ -460,8 +464,8 @@ def _ell_params(q_domain):
     )
 
 
-def _amp_ell(*p):
-    return max(abs(p[4]), 1e-300)
+def _amp_ell(amplitude, **_):
+    return max(abs(amplitude), 1e-300)
 
 
 def by_axis_ratio(near_round: Kernel, closed: Kernel):

@@ -232,22 +232,28 @@ _TOL = Tolerance(rtol=1e-12, atol=1e-14, norm=True)
 _FAMILY = KernelFamily("nfw", _XY, params=_PARAMS, tol=_TOL)
 
 CONVERGENCE_SPHERICAL = _FAMILY.register(
-    "convergence_spherical", convergence_spherical, ("kappa",), atol_scale=lambda *p: p[2]
+    "convergence_spherical",
+    convergence_spherical,
+    ("kappa",),
+    atol_scale=lambda kappa_s, **_: kappa_s,
 )
 DEFLECTIONS_SPHERICAL = _FAMILY.register(
     "deflections_spherical",
     deflections_spherical,
     ("alpha_x", "alpha_y"),
-    atol_scale=lambda *p: p[2] * p[3],
+    atol_scale=lambda kappa_s, scale_radius, **_: kappa_s * scale_radius,
 )
 HESSIAN_SPHERICAL = _FAMILY.register(
     "hessian_spherical",
     hessian_spherical,
     ("psi_xx", "psi_xy", "psi_yy"),
-    atol_scale=lambda *p: p[2],
+    atol_scale=lambda kappa_s, **_: kappa_s,
 )
 POTENTIAL_SPHERICAL = _FAMILY.register(
-    "potential_spherical", potential_spherical, ("psi",), atol_scale=lambda *p: p[2] * p[3] ** 2
+    "potential_spherical",
+    potential_spherical,
+    ("psi",),
+    atol_scale=lambda kappa_s, scale_radius, **_: kappa_s * scale_radius**2,
 )
 
 #: The round NFW's closed forms by quantity (parameters ``centre_x, centre_y, kappa_s,

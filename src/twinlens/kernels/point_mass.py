@@ -84,7 +84,11 @@ CONVERGENCE = _FAMILY.register("convergence", convergence, ("kappa",))
 DEFLECTIONS = _FAMILY.register("deflections", deflections, ("alpha_x", "alpha_y"), tol=_TOL)
 HESSIAN = _FAMILY.register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"), tol=_TOL)
 POTENTIAL = _FAMILY.register(
-    "potential", potential, ("psi",), tol=_TOL_PSI, atol_scale=lambda *p: p[-1] ** 2
+    "potential",
+    potential,
+    ("psi",),
+    tol=_TOL_PSI,
+    atol_scale=lambda einstein_radius, **_: einstein_radius**2,
 )
 
 #: The point mass's kernels by quantity (parameters ``centre_x, centre_y, einstein_radius``).

@@ -477,12 +477,12 @@ _TOL = Tolerance(rtol=1e-12, atol=1e-14, norm=True, why="alpha -> 0 at the centr
 _TOL_KAPPA = Tolerance(rtol=1e-12, atol=1e-14, norm=True)
 
 
-def _deflection_scale(*params):
-    return params[-2]  # einstein_radius
+def _deflection_scale(einstein_radius, **_):
+    return einstein_radius
 
 
-def _potential_scale(*params):
-    return params[-2] ** 2  # einstein_radius^2
+def _potential_scale(einstein_radius, **_):
+    return einstein_radius**2
 
 
 _PARAMS = (

@@ -64,9 +64,10 @@ class Kernel:
         name (a point function made in a loop): an attribute path from the module, such as
         ``"ELLIPTICAL[4]['deflections'].point"``. Empty for module-level functions.
     atol_scale
-        Optional function of the params giving the factor that multiplies ``tol.atol`` (the
-        natural size of the outputs, e.g. ``kappa0 * sigma`` for a deflection), so that the
-        absolute floor means the same for every parameter value.
+        Optional function of the params, called with them by name, giving the factor that
+        multiplies ``tol.atol`` (the natural size of the outputs, e.g. ``lambda kappa0, sigma,
+        **_: kappa0 * sigma`` for a deflection), so that the absolute floor means the same for
+        every parameter value.
     """
 
     name: str
@@ -101,10 +102,11 @@ class Kernel:
 
     def tolerance_for(self, args: list | tuple) -> Tolerance:
         """The tolerance for one set of arguments (``tol`` with ``atol`` scaled by
-        ``atol_scale(*params)``)."""
+        ``atol_scale(**params)``, the params by name)."""
         if self.atol_scale is None:
             return self.tol
-        factor = float(self.atol_scale(*args[len(self.inputs) :]))
+        named = zip((p.name for p in self.params), args[len(self.inputs) :], strict=True)
+        factor = float(self.atol_scale(**dict(named)))
         return dataclasses.replace(self.tol, atol=self.tol.atol * factor)
 
     @property

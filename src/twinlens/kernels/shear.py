@@ -67,8 +67,8 @@ _PARAMS = (
 _TOL = Tolerance(rtol=1e-12, atol=1e-14, norm=True, why="sums cancel on lines through the origin")
 
 
-def _scale(*p):
-    return max(abs(p[-1]), abs(p[-2]), 1e-300)
+def _scale(gamma_1, gamma_2, **_):
+    return max(abs(gamma_2), abs(gamma_1), 1e-300)
 
 
 _FAMILY = KernelFamily("shear", _XY, ties=(("x", "origin_x"), ("y", "origin_y")), params=_PARAMS)
@@ -79,7 +79,7 @@ DEFLECTIONS = _FAMILY.register(
 )
 HESSIAN = _FAMILY.register("hessian", hessian, ("psi_xx", "psi_xy", "psi_yy"))
 POTENTIAL = _FAMILY.register(
-    "potential", potential, ("psi",), tol=_TOL, atol_scale=lambda *p: 20.0 * _scale(*p)
+    "potential", potential, ("psi",), tol=_TOL, atol_scale=lambda **p: 20.0 * _scale(**p)
 )
 
 #: The external shear's kernels by quantity (parameters ``origin_x, origin_y, gamma_1, gamma_2``).
