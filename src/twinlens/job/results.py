@@ -26,7 +26,8 @@ For machines:
 With a pixelised source the likelihood is the log-evidence of the source inversion,
 ``fit.png`` shows the source on its mesh and its error map (:mod:`twinlens.job.pixelised`),
 ``source.fits`` is the reconstruction interpolated on a regular grid, ``source_errors.fits``
-its errors, and no COOLEST file is written.
+its errors, and ``coolest.json`` holds the reconstruction and its regularisation (the scheme,
+and ``lambda`` with its posterior statistics and prior; :mod:`twinlens.export`).
 """
 
 from __future__ import annotations
@@ -449,9 +450,11 @@ def _export_coolest(
     model = config.model
 
     def described(path: str) -> bool:
-        # COOLEST's profiles describe the lens and the sources' light, not a point source
-        # or a pixelised source's regularisation (result.json has both)
-        return not path.startswith("point_source.") and ".pixelization." not in path
+        # COOLEST describes the lens, the sources' light and a pixelised source's
+        # regularisation coefficient (its lambda), not a point source (result.json has it)
+        if path.startswith("point_source."):
+            return False
+        return ".pixelization." not in path or path.endswith(".regularization.coefficient")
 
     posterior = {
         path: result.samples[:, i] for i, path in enumerate(model.paths) if described(path)
