@@ -58,3 +58,9 @@ def test_pixelised_example_recovers_the_einstein_radius(tmp_path):
     assert (
         folder / coolest["meta"]["twinlens"]["pixelised_sources"]["sources[0].pixelization"]
     ).stat().st_size > 0
+    # and its regularisation, lambda with the posterior result.json gives it
+    (regularization,) = coolest["regularizations"]
+    assert regularization["applied_to_profile_id"] == source["id"]
+    lam = regularization["parameters"]["lambda"]["posterior_stats"]
+    own = record["parameters"]["sources[0].pixelization.regularization.coefficient"]
+    assert lam["median"] == own["median"] and lam["percentile_16th"] == own["lower_68"]

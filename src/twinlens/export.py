@@ -97,6 +97,31 @@ triangles, as a :class:`~twinlens.inversion.Delaunay` mesh does, and as an appro
 of a :class:`~twinlens.inversion.RectangularAdaptDensity` lattice's bilinear cells. The
 values are the reconstruction's, in the data's units per image pixel.
 
+Its regularisation is an entry of the document's ``regularizations`` list, as COOLEST's API
+defines one (``coolest.template.classes.regularizations.pixelated``), applied to the
+pixelated profile by its id (``applied_to_profile_id``)::
+
+    "regularizations": [{"type": "PixelGradient", "id": "0-regularization-PixelGradient",
+        "applied_to_profile_id": "2-galaxy-light-0-IrregularGrid",
+        "parameters": {"lambda": {"point_estimate": {"value": 1.74}, "posterior_stats":
+            {...}, "prior": {...}, "fixed": false, "id": "..."}}}]
+
+Our :class:`~twinlens.inversion.Constant` scheme (the gradient, ``sum (s_i - s_j)^2`` over
+neighbours) is COOLEST's ``PixelGradient``, :class:`~twinlens.inversion.Curvature`
+``PixelCurvature``; :class:`~twinlens.inversion.AdaptiveBrightness`, which COOLEST lacks, is
+its ``DefaultForPixelated`` (the modelling code's own scheme; its per-pixel weights are not
+written). ``lambda`` is our coefficient, the source's prior ``exp(-lambda s^T H s / 2)``; its
+posterior statistics and prior are written as a profile parameter's (``posterior`` and
+``priors`` take its path, ``sources[i].pixelization.regularization.coefficient``; the usual
+log-uniform prior, which COOLEST lacks, is a prior of type null naming ours), and it is marked
+fixed when ``priors`` has no prior for it. ``meta["twinlens"]["regularizations"]`` names our
+scheme by the entry's id, says what ``lambda`` multiplies, and whether the pixels were
+constrained to be positive (``Pixelization.positive``). COOLEST's API (0.1.11) defines these
+types but not yet the document's field: its reader leaves the list out of the object it
+builds (its plain JSON holds it), and, as for any regularisation, drops it in ``MOCK`` mode.
+The ids follow its profiles' pattern. :func:`from_coolest` reads no pixelised source, so no
+regularisation either.
+
 Observation
 -----------
 With ``dataset`` (an :class:`~twinlens.imaging.dataset.Imaging`), the data, noise map, PSF kernel

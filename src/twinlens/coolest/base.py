@@ -26,6 +26,7 @@ def _load_coolest() -> SimpleNamespace:
         import coolest
         from coolest.template import lazy
         from coolest.template.classes import probabilities
+        from coolest.template.classes.regularizations import pixelated
         from coolest.template.json import JSONSerializer
         from coolest.template.standard import COOLEST
     except ImportError as err:
@@ -35,6 +36,7 @@ def _load_coolest() -> SimpleNamespace:
     return SimpleNamespace(
         lazy=lazy,
         probabilities=probabilities,
+        regularizations=pixelated,
         COOLEST=COOLEST,
         JSONSerializer=JSONSerializer,
         version=coolest.__version__,

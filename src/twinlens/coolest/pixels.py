@@ -1,5 +1,5 @@
 """The FITS files written next to a COOLEST JSON file: the observation (data, noise map,
-PSF, mask) and a pixelised source's reconstruction."""
+PSF, mask) and a pixelised source's reconstruction; and that source's regularisation."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from twinlens.coolest.profiles import _Export, _grid_type
+from twinlens.coolest.profiles import _copy, _Export, _grid_type
 
 # without a dataset: COOLEST requires a positive pixel size even when there are no pixels
 _PLACEHOLDER_PIXEL_SIZE = 1.0
@@ -113,3 +113,47 @@ def _fill_grid(profile: Any, export: _Export, reconstruction: Any, out: Path) ->
             check_fits_file=False,
         )
     return file
+
+
+#: our regularisation schemes as COOLEST's regularization types: the same prior on the
+#: source's pixels. COOLEST has no brightness-adaptive scheme: AdaptiveBrightness is
+#: "DefaultForPixelated" (the modelling code's own), named in the metadata.
+_REGULARIZATION_TYPES = {"Constant": "PixelGradient", "Curvature": "PixelCurvature"}
+_OWN = "DefaultForPixelated"
+
+#: what lambda means in every scheme, for the metadata (COOLEST does not fix a convention)
+_LAMBDA = "the source's prior is exp(-lambda s^T H s / 2); H: "
+_H = {
+    "Constant": "sum over neighbour pairs of (s_i - s_j)^2",
+    "Curvature": "sum over three consecutive pixels of a row or column of (s_l - 2 s_m + s_r)^2",
+    "AdaptiveBrightness": "sum over neighbour pairs of (w_i + w_j) / 2 (s_i - s_j)^2, w "
+    "per-pixel weights from a previous reconstruction (not written)",
+}
+
+
+def _regularization(
+    c: Any, profile: Any, export: _Export, index: int
+) -> tuple[Any, _Export, dict[str, Any]]:
+    """COOLEST's regularization of the pixelised source ``export`` (written as ``profile``),
+    the export of its ``lambda`` (our coefficient) for the caller to fill as a profile's
+    parameter, and its metadata entry.
+
+    COOLEST's API defines the regularization types and their ``lambda`` hyper-parameter but
+    (0.1.11) neither their list's ids nor the document's field: the id follows its profiles'
+    pattern, ``"{index}-regularization-{type}"``, and its parameter's ``"{id}-lambda"``."""
+    scheme = export.profile.regularization
+    name = type(scheme).__name__
+    ctype = _REGULARIZATION_TYPES.get(name, _OWN)
+    regularization = getattr(c.regularizations, ctype)(applied_to_profile_id=profile.id)
+    regularization.id = f"{index}-regularization-{ctype}"
+    regularization.parameters["lambda"].id = f"{regularization.id}-lambda"
+    path = f"{export.path}.regularization"
+    params = (_copy("lambda", f"{path}.coefficient"),)
+    own = _Export(path, scheme, ctype, export.model, False, params)
+    meta = {
+        "path": path,
+        "type": name,
+        "lambda": _LAMBDA + _H.get(name, f"the {name} scheme's"),
+        "positive": bool(export.profile.positive),
+    }
+    return regularization, own, meta

@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from twinlens.coolest.base import _UNSUPPORTED_LIGHT, NotDescribable, _json_path, _load_coolest
-from twinlens.coolest.pixels import _fill_grid, _observation
+from twinlens.coolest.pixels import _fill_grid, _observation, _regularization
 from twinlens.coolest.posterior import _Posterior
 from twinlens.coolest.priors import _Priors
 from twinlens.coolest.profiles import _GRID_TYPES, _collect, _Export
@@ -209,18 +210,27 @@ def _fill_entities(
     prior_map: _Priors | None,
     reconstruction: Any,
     out: Path,
-) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
-    """Fill every entity's profiles; returns ``(recorded, grid_files)``: our path and class
-    of each COOLEST profile id, and the FITS file of each pixelised source."""
+) -> tuple[dict[str, dict[str, str]], _Filled]:
+    """Fill every entity's profiles; returns ``(recorded, filled)``: our path and class of
+    each COOLEST profile id, and the pixelised sources' files and regularisations."""
     recorded: dict[str, dict[str, str]] = {}
-    grid_files: dict[str, str] = {}
+    filled = _Filled()
     for entity, (mass, light) in zip(entity_list, owners, strict=True):
         light_model = getattr(entity, "light_model", [])
         for model, exported in ((entity.mass_model, mass), (light_model, light)):
             for profile, export in zip(model, exported, strict=True):
                 recorded[profile.id] = {"path": export.path, "type": type(export.profile).__name__}
                 if export.ctype in _GRID_TYPES:
-                    grid_files[export.path] = _fill_grid(profile, export, reconstruction, out)
+                    filled.grid_files[export.path] = _fill_grid(
+                        profile, export, reconstruction, out
+                    )
+                    # its regularisation's lambda is a parameter like a profile's
+                    regularization, own, meta = _regularization(
+                        c, profile, export, len(filled.regularizations)
+                    )
+                    _fill(c, regularization, own, tracer, post, prior_map)
+                    filled.regularizations.append(regularization)
+                    filled.regularization_meta[regularization.id] = meta
                 else:
                     _fill(c, profile, export, tracer, post, prior_map)
     # only now is it known which posterior entries and priors no parameter used
@@ -228,7 +238,18 @@ def _fill_entities(
         post.report()
     if prior_map is not None:
         prior_map.report()
-    return recorded, grid_files
+    return recorded, filled
+
+
+@dataclass
+class _Filled:
+    """What filling the entities made besides the profiles: each pixelised source's FITS
+    file (by our path) and its regularisation (COOLEST's object, and our metadata by its
+    id)."""
+
+    grid_files: dict[str, str] = field(default_factory=dict)
+    regularizations: list[Any] = field(default_factory=list)
+    regularization_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _write_document(
@@ -239,13 +260,13 @@ def _write_document(
     dataset: Any,
     entity_list: Any,
     recorded: dict[str, dict[str, str]],
-    grid_files: dict[str, str],
+    filled: _Filled,
     skipped: dict[str, str],
 ) -> None:
     """Write the observation's FITS files and the COOLEST document around ``entity_list``."""
     lazy = c.lazy
     observation, instrument, likelihoods, obs_meta = _observation(lazy, dataset, out)
-    meta = _metadata(tracer, recorded, skipped, obs_meta, grid_files)
+    meta = _metadata(tracer, recorded, skipped, obs_meta, filled)
     cosmology = _coolest_cosmology(lazy, tracer)
     document = c.COOLEST(
         mode,
@@ -257,6 +278,9 @@ def _write_document(
         likelihoods=likelihoods,
         metadata=meta,
     )
+    if filled.regularizations:
+        # the document's field that COOLEST's API leaves out (0.1.11) and drops in MOCK mode
+        document.regularizations = filled.regularizations
     serializer = c.JSONSerializer(
         str(out.with_suffix("")), obj=document, check_external_files=False
     )
@@ -268,7 +292,7 @@ def _metadata(
     recorded: dict[str, dict[str, str]],
     skipped: dict[str, str],
     obs_meta: dict[str, Any],
-    grid_files: dict[str, str],
+    filled: _Filled,
 ) -> dict[str, Any]:
     """The document's metadata: under ``"twinlens"``, what :func:`from_coolest` reads back
     (each profile's path and class, the tracer's class) and notes on what was written."""
@@ -282,8 +306,9 @@ def _metadata(
             **obs_meta,
         }
     }
-    if grid_files:
-        meta["twinlens"]["pixelised_sources"] = grid_files
+    if filled.grid_files:
+        meta["twinlens"]["pixelised_sources"] = filled.grid_files
+        meta["twinlens"]["regularizations"] = filled.regularization_meta
     meta["twinlens"]["tracer"] = type(tracer).__name__  # from_coolest rebuilds the same class
     return meta
 

@@ -10,21 +10,24 @@ from typing import Any
 
 import numpy as np
 
+from twinlens import posterior_stats
 from twinlens.kernels import lensing
 from twinlens.lensing.tracer import Tracer
 from twinlens.likelihood.imaging import FitImaging
+from twinlens.model.labels import axis_labels
 from twinlens.model.model import path_from_latex_label
-from twinlens.model.paths import readable_label
 
 __all__ = [
     "corner_figure",
     "corner_labels",
     "critical_curves_and_caustics",
+    "density_settings",
     "plot_corner",
     "plot_fit",
     "plot_lens",
     "point_source_half_width",
     "source_plane_image",
+    "weighted_posterior",
 ]
 
 
@@ -153,25 +156,78 @@ def plot_lens(tracer: Tracer, extent: tuple[float, float, float, float], path: s
 
 
 def corner_labels(labels: Sequence[str], paths: Sequence[str] | None = None) -> list[str]:
-    """Axis labels of a corner plot: each parameter's path as the TOML file names it, with its
-    unit (:func:`~twinlens.model.paths.readable_label`). ``paths`` default to those the LaTeX
-    ``labels`` were made from; a label that is no parameter's is kept, as LaTeX."""
-    out = []
-    for i, label in enumerate(labels):
-        path = paths[i] if paths is not None else path_from_latex_label(label)
-        out.append(f"${label}$" if path is None else readable_label(path))
-    return out
+    """Axis labels of a corner plot: each parameter's short label with its unit
+    (:func:`~twinlens.model.labels.axis_labels`, e.g. ``mass0 θE ["]``; summary.txt lists each
+    beside its full path). ``paths`` default to those the LaTeX ``labels`` were made from; a
+    label that is no parameter's is kept, as LaTeX."""
+    found = [
+        paths[i] if paths is not None else path_from_latex_label(label)
+        for i, label in enumerate(labels)
+    ]
+    short = iter(axis_labels([p for p in found if p is not None]))
+    return [
+        f"${label}$" if p is None else next(short) for label, p in zip(labels, found, strict=True)
+    ]
 
 
-def _ranges(samples: np.ndarray, truths: np.ndarray | None) -> list[tuple[float, float]]:
-    """Each axis spans 99.8% of the samples and the truth, with a margin."""
-    lo, hi = np.percentile(samples, [0.1, 99.9], axis=0)
+def weighted_posterior(info: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """The weighted posterior a search's ``info`` holds (nautilus's points and weights, of
+    which its equal-weight samples are a thinned draw), or None."""
+    if "weighted_samples" not in info or "log_weights" not in info:
+        return None
+    log_w = np.asarray(info["log_weights"], dtype=float)
+    return np.asarray(info["weighted_samples"], dtype=float), np.exp(log_w - np.max(log_w))
+
+
+def _percentiles(x: np.ndarray, weights: np.ndarray | None, q: Sequence[float]) -> np.ndarray:
+    """Percentiles ``q`` of each column of ``x`` under ``weights``
+    (:func:`~twinlens.posterior_stats.percentile`), shape ``(len(q), d)``."""
+    if weights is None:
+        return np.percentile(x, q, axis=0)
+    columns = [posterior_stats.percentile(x[:, i], q, weights) for i in range(x.shape[1])]
+    return np.stack(columns, axis=1)
+
+
+def _ranges(
+    x: np.ndarray, weights: np.ndarray | None, truths: np.ndarray | None
+) -> list[tuple[float, float]]:
+    """Each axis spans 99.8% of the posterior and the truth, with a margin."""
+    lo, hi = _percentiles(x, weights, [0.1, 99.9])
     if truths is not None:
         finite = np.isfinite(truths)
         lo = np.where(finite, np.minimum(lo, np.where(finite, truths, 0.0)), lo)
         hi = np.where(finite, np.maximum(hi, np.where(finite, truths, 0.0)), hi)
     pad = 0.06 * np.maximum(hi - lo, 1e-12 * np.maximum(np.abs(hi), 1.0))
     return [(float(a), float(b)) for a, b in zip(lo - pad, hi + pad, strict=True)]
+
+
+#: bins per posterior sigma (half the 68% interval) in the 2-D histograms
+BINS_PER_SIGMA = 4.0
+
+
+def density_settings(
+    x: np.ndarray, weights: np.ndarray | None, ranges: Sequence[tuple[float, float]]
+) -> tuple[list[int], float, float]:
+    """Bins per axis and the Gaussian smoothing (in bins) of a corner plot's 2-D and 1-D
+    histograms: binned kernel density estimates.
+
+    A histogram of a few hundred points in corner's default 20 x 20 bins over axes that also
+    reach a distant truth holds counts of 0 to 3: several contour levels fall on one count
+    and corner warns "Too few points to create valid contours". Here a bin is a quarter of
+    the parameter's posterior sigma (so the 1-sigma region spans 8 bins whatever the axis
+    holds), and the histogram is smoothed with Scott's bandwidth ``sigma n_eff^(-1/6)`` (two
+    dimensions; ``sigma n_eff^(-1/5)`` for the 1-D histograms), ``n_eff`` the weights'
+    effective sample size: the contours follow the posterior rather than the counts, and
+    widen by ``sqrt(1 + n_eff^(-1/3))`` (8% at 180 samples)."""
+    n_eff = len(x) if weights is None else float(weights.sum() ** 2 / (weights**2).sum())
+    lo, hi = _percentiles(x, weights, [16.0, 84.0])
+    sigma = 0.5 * (hi - lo)
+    span = np.array([b - a for a, b in ranges])
+    sigma = np.where(sigma > 0, sigma, span / 20)  # a posterior piled on one value
+    bins = np.clip(np.ceil(span / sigma * BINS_PER_SIGMA), 10, 200).astype(int)
+    per_bin = float(np.min(sigma / (span / bins)))  # bins per sigma, less where clipped
+    n = max(n_eff, 2.0)
+    return [int(b) for b in bins], per_bin * n ** (-1 / 6), per_bin * n ** (-1 / 5)
 
 
 def _digits(width: float) -> int:
@@ -187,6 +243,7 @@ def corner_figure(
     truths: Any = None,
     *,
     paths: Sequence[str] | None = None,
+    weighted: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Any:
     """The corner plot of posterior samples ``(n, d)`` as a matplotlib figure (the ``corner``
     package); see :func:`plot_corner`."""
@@ -199,43 +256,70 @@ def corner_figure(
     k = kept.shape[1]
     names = [n for n, keep in zip(corner_labels(labels, paths), spread, strict=True) if keep]
     truth = None if truths is None else np.asarray(truths, dtype=float)[spread]
+    x, weights = (kept, None) if weighted is None else (weighted[0][:, spread], weighted[1])
+    ranges = _ranges(x, weights, truth)
+    bins, smooth, smooth1d = density_settings(x, weights, ranges)
     size = float(np.clip(0.9 * k + 2.5, 5.0, 12.0))  # inches: a laptop screen at 100 dpi
     font = 7.0 if k > 6 else 9.0
     fig = plt.figure(figsize=(size, size))
     corner.corner(
-        kept,
+        x,
+        weights=weights,
         fig=fig,
         truths=truth,
-        range=_ranges(kept, truth),
-        quantiles=[0.16, 0.5, 0.84],
+        range=ranges,
+        bins=bins,
+        smooth=smooth,
+        smooth1d=smooth1d,
+        plot_datapoints=False,  # drawn below from the equal-weight samples
         max_n_ticks=3,
     )
-    axes = np.asarray(fig.axes).reshape(k, k)
-    med = np.median(kept, axis=0)
-    lo, hi = np.percentile(kept, [16.0, 84.0], axis=0)
-    for i in range(k):
-        d = _digits(hi[i] - lo[i])
-        axes[i, i].set_title(
-            f"${med[i]:.{d}f}^{{+{hi[i] - med[i]:.{d}f}}}_{{-{med[i] - lo[i]:.{d}f}}}$",
-            fontsize=font,
-        )
-        # long labels: vertical under the bottom row, horizontal left of the first column
-        axes[-1, i].set_xlabel(names[i], fontsize=font, rotation=90)
-        if i > 0:
-            axes[i, 0].set_ylabel(names[i], fontsize=font, rotation=0, ha="right", va="center")
-    for ax in axes.ravel():
-        ax.tick_params(labelsize=0.85 * font)
+    _annotate(np.asarray(fig.axes).reshape(k, k), kept, names, font)
     # margins in inches: the longest label and the tick labels, at most a third of the figure
-    margin = min(0.6 + max(len(n) for n in names) * 0.55 * font / 72, size / 3)
+    left = min(0.7 + max(len(n) for n in names) * 0.55 * font / 72, size / 3)
     fig.subplots_adjust(
-        left=margin / size,
-        bottom=margin / size,
+        left=left / size,
+        bottom=min(0.9, size / 3) / size,
         right=1 - 0.1 / size,
         top=1 - 0.3 / size,
         wspace=0.08,
         hspace=0.08,
     )
     return fig
+
+
+def _annotate(axes: np.ndarray, samples: np.ndarray, names: list[str], font: float) -> None:
+    """Each diagonal panel's median and 68% interval (title and dashed lines) and each 2-D
+    panel's points, all from the equal-weight ``samples``, whose statistics summary.txt
+    prints; the labels, horizontal."""
+    k = len(names)
+    med = np.median(samples, axis=0)
+    lo, hi = np.percentile(samples, [16.0, 84.0], axis=0)
+    for i in range(k):
+        d = _digits(hi[i] - lo[i])
+        axes[i, i].set_title(
+            f"${med[i]:.{d}f}^{{+{hi[i] - med[i]:.{d}f}}}_{{-{med[i] - lo[i]:.{d}f}}}$",
+            fontsize=font,
+        )
+        for value in (lo[i], med[i], hi[i]):
+            axes[i, i].axvline(value, color="k", ls="dashed", lw=1)
+        for j in range(i):
+            axes[i, j].plot(
+                samples[:, j],
+                samples[:, i],
+                "o",
+                ms=2,
+                mec="none",
+                color="k",
+                alpha=0.1,
+                zorder=-1,
+                rasterized=True,
+            )
+        axes[-1, i].set_xlabel(names[i], fontsize=font)
+        if i > 0:
+            axes[i, 0].set_ylabel(names[i], fontsize=font, rotation=0, ha="right", va="center")
+    for ax in axes.ravel():
+        ax.tick_params(labelsize=0.85 * font)
 
 
 def plot_corner(
@@ -245,16 +329,22 @@ def plot_corner(
     truths: Any = None,
     *,
     paths: Sequence[str] | None = None,
+    weighted: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Path:
     """The corner plot of posterior samples ``(n, d)`` (the ``corner`` package).
 
-    Axes are labelled with the parameters' paths and units (``paths``, or those the LaTeX
-    ``labels`` of :attr:`twinlens.model.Model.labels` were made from), span 99.8% of the
-    samples and ``truths`` (so a truth far from the posterior is still drawn), and the figure
-    stays within 12 inches a side. Each diagonal panel is titled with the median and the 68%
-    interval."""
+    Axes are labelled with the parameters' short labels and units (:func:`corner_labels`,
+    from ``paths`` or the LaTeX ``labels`` of :attr:`twinlens.model.Model.labels`), span
+    99.8% of the posterior and ``truths`` (so a truth far from the posterior is still
+    drawn), and the figure stays within 12 inches a side. Each diagonal panel is titled with
+    the median and the 68% interval of ``samples``.
+
+    The histograms and contours are a kernel density estimate (:func:`density_settings`) of
+    ``weighted``, ``(points, weights)``, when given: the weighted posterior of which the
+    equal-weight ``samples`` are a thinned draw (nautilus's, :func:`weighted_posterior`),
+    which holds more of the search's information; else of ``samples``."""
     plt = _pyplot()
-    fig = corner_figure(samples, labels, truths, paths=paths)
+    fig = corner_figure(samples, labels, truths, paths=paths, weighted=weighted)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return Path(path)

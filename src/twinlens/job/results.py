@@ -5,8 +5,10 @@ The folder holds, for people:
 - ``summary.txt``: warnings first (a chain or run that did not converge, a fit far from the
   noise), then the median and 68% interval (16th to 84th percentile) of each free parameter,
   the maximum-likelihood value and the evidence; a point estimate (``map``) is given alone;
+  and each short label of the corner plot beside its parameter's path;
 - ``fit.png``, ``lens.png``, ``corner.png``: data, model, residuals and the source;
-  convergence with critical curves and caustics; the posterior.
+  convergence with critical curves and caustics; the posterior
+  (:func:`~twinlens.job.plots.plot_corner`).
 
 For machines:
 
@@ -24,7 +26,8 @@ For machines:
 With a pixelised source the likelihood is the log-evidence of the source inversion,
 ``fit.png`` shows the source on its mesh and its error map (:mod:`twinlens.job.pixelised`),
 ``source.fits`` is the reconstruction interpolated on a regular grid, ``source_errors.fits``
-its errors, and no COOLEST file is written.
+its errors, and ``coolest.json`` holds the reconstruction and its regularisation (the scheme,
+and ``lambda`` with its posterior statistics and prior; :mod:`twinlens.export`).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from twinlens.imaging import fits_io
 from twinlens.job import plots
 from twinlens.job.plots import point_source_half_width
 from twinlens.job.summary import (
+    draws_corner,
     fit_figure_title,
     interval_text,
     is_point_estimate,
@@ -50,6 +54,7 @@ from twinlens.job.summary import (
 )
 from twinlens.likelihood.imaging import FitImaging
 from twinlens.model import Model, get_path, parameter_paths
+from twinlens.model.labels import axis_labels
 from twinlens.search.checkpoint import atomic_write_text
 from twinlens.user_warnings import warn_user
 
@@ -289,7 +294,8 @@ def _write_summary(
         flags=flags,
         pixelised=best.fit is not None and best.fit.pixelised is not None,
     )
-    path.write_text(text + "".join(_summary_lines(derived)))
+    # the corner plot's labels are Greek letters (θE, γ1, λ): UTF-8 whatever the locale
+    path.write_text(text + "".join(_summary_lines(derived)), encoding="utf-8")
 
 
 def _summary_lines(derived: dict[str, Any]) -> list[str]:
@@ -358,13 +364,15 @@ def _record(
 
 
 def _parameter_records(model: Model, result: Any, point: bool) -> dict[str, dict]:
-    """Each free parameter's label, prior, median, 68% interval and maximum-likelihood
-    value."""
+    """Each free parameter's labels (LaTeX, and the short one of the corner plot), prior,
+    median, 68% interval and maximum-likelihood value."""
     med = result.medians()
     lo, hi = result.intervals(0.68)
+    short = axis_labels(model.paths)
     return {
         path: {
             "label": model.labels[i],
+            "short_label": short[i],  # as corner.png's axes and summary.txt show it
             "prior": repr(prior),
             "median": float(med[i]),
             "lower_68": None if point else float(lo[i]),
@@ -415,9 +423,14 @@ def _write_plots(
             output / "point_source.png",
             h0_title=None if h0 is None else interval_text("H0", h0, "km/s/Mpc"),
         )
-    if not is_point_estimate(result) and len(result.samples) > model.n_params:
+    if draws_corner(result, model.n_params):
         files["corner_plot"] = plots.plot_corner(
-            result.samples, model.labels, output / "corner.png", truths, paths=model.paths
+            result.samples,
+            model.labels,
+            output / "corner.png",
+            truths,
+            paths=model.paths,
+            weighted=plots.weighted_posterior(result.info or {}),
         )
 
 
@@ -437,9 +450,11 @@ def _export_coolest(
     model = config.model
 
     def described(path: str) -> bool:
-        # COOLEST's profiles describe the lens and the sources' light, not a point source
-        # or a pixelised source's regularisation (result.json has both)
-        return not path.startswith("point_source.") and ".pixelization." not in path
+        # COOLEST describes the lens, the sources' light and a pixelised source's
+        # regularisation coefficient (its lambda), not a point source (result.json has it)
+        if path.startswith("point_source."):
+            return False
+        return ".pixelization." not in path or path.endswith(".regularization.coefficient")
 
     posterior = {
         path: result.samples[:, i] for i, path in enumerate(model.paths) if described(path)

@@ -9,16 +9,20 @@ search's evidence; a figure title prints a number under the name and with the ro
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from twinlens.model import Model
+from twinlens.model.labels import axis_labels
 
 __all__ = [
+    "draws_corner",
     "fit_figure_title",
     "interval_text",
     "is_point_estimate",
+    "label_legend",
     "likelihood_name",
     "summary_table",
     "summary_text",
@@ -36,6 +40,21 @@ def is_point_estimate(result: Any) -> bool:
     """Whether ``result`` is one point (the ``map`` optimiser's maximum posterior, or any
     result of a single sample) rather than posterior samples: it has no intervals."""
     return result.name == "map" or result.samples.shape[0] <= 1
+
+
+def draws_corner(result: Any, n_params: int) -> bool:
+    """Whether the results draw ``corner.png``: posterior samples, more of them than the
+    ``n_params`` free parameters."""
+    return not is_point_estimate(result) and result.samples.shape[0] > n_params
+
+
+def label_legend(paths: Sequence[str]) -> list[str]:
+    """The lines that name each short label of ``corner.png``
+    (:func:`~twinlens.model.labels.axis_labels`, as the axes show it) beside its parameter's
+    full path."""
+    labels = axis_labels(paths)
+    width = max(len(label) for label in labels)
+    return [f"  {label:<{width}}  {path}" for label, path in zip(labels, paths, strict=True)]
 
 
 def summary_warnings(
@@ -138,7 +157,8 @@ def summary_text(
     pixelised: bool = False,
 ) -> str:
     """The text of ``summary.txt``: warnings (:func:`summary_warnings`, unless given), what
-    ran, the evidence, the best fit, the parameter table and the derived Einstein radius
+    ran, the evidence, the best fit, the parameter table, the corner plot's short labels
+    beside the parameters' paths (:func:`label_legend`) and the derived Einstein radius
     (``einstein_radius``: a dict with ``median``, ``lower_68``, ``upper_68``,
     ``n_samples``, as in ``result.json``). The best fit's ``log L`` is named by
     :func:`likelihood_name` (``pixelised``: it is the source inversion's evidence), as the
@@ -180,6 +200,9 @@ def summary_text(
             "highest-likelihood sample",
         ]
     lines += [summary_table(model, result)]
+    paths = tuple(model.paths if model is not None else result.paths)
+    if draws_corner(result, len(paths)):
+        lines += ["", "corner.png's labels:", *label_legend(paths)]
     if einstein_radius is not None:
         theta = einstein_radius
         if point or theta.get("lower_68") is None:

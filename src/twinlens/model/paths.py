@@ -20,7 +20,14 @@ from twinlens.fields import ValueIdentity
 #: the prefix of a point source's parameter paths (``point_source.centre[0]``)
 POINT_SOURCE = "point_source."
 
-__all__ = ["POINT_SOURCE", "get_path", "parameter_paths", "readable_label", "set_paths"]
+__all__ = [
+    "POINT_SOURCE",
+    "get_path",
+    "parameter_paths",
+    "parameter_unit",
+    "readable_label",
+    "set_paths",
+]
 
 _TOKEN = re.compile(r"([A-Za-z_]\w*)((?:\[\d+\])*)")
 
@@ -64,6 +71,18 @@ _ARCSEC = {
     "r_c",
 }
 _DEGREES = {"angle", "reference_angle"}
+_OTHER_UNITS = {"time_delay_distance": "Mpc", "h0": "km/s/Mpc"}
+
+
+def parameter_unit(path: str) -> str:
+    """The unit of the parameter at ``path``, by its field name: ``"`` (arcsec) for lengths
+    and positions, ``deg`` for angles, ``Mpc`` and ``km/s/Mpc`` for a time-delay distance and
+    ``H0``; empty for a number without one."""
+    field = _TOKEN.fullmatch(path.rsplit(".", 1)[-1])
+    name = field.group(1) if field is not None else ""
+    if name in _ARCSEC:
+        return '"'
+    return "deg" if name in _DEGREES else _OTHER_UNITS.get(name, "")
 
 
 def readable_label(path: str, units: bool = True) -> str:
@@ -75,9 +94,7 @@ def readable_label(path: str, units: bool = True) -> str:
     if m is not None and m.group(1) in head:
         steps[0] = head[m.group(1)] + m.group(2)
     label = ".".join(steps)
-    field = _TOKEN.fullmatch(steps[-1])
-    name = field.group(1) if field is not None else ""
-    unit = '"' if name in _ARCSEC else "deg" if name in _DEGREES else ""
+    unit = parameter_unit(path)
     return f"{label} [{unit}]" if units and unit else label
 
 
