@@ -260,28 +260,39 @@ def _nearest_jax() -> Any:
     return nearest
 
 
-def _k_smallest(d2: Any, index: Any, m: int) -> Any:
-    """Per row of ``d2 (rows, n)``, the positions of its ``m`` smallest values, ascending
-    (ties: the lowest position first), by ``m`` passes of minimum reductions (JAX)."""
+def _smallest_keys(keys: Any, ids: Any, m: int, low: int, modulo: int) -> Any:
+    """Per row of the integer ``keys (rows, n)``, its ``m`` smallest, ascending, by ``m``
+    passes of minimum reductions (JAX). A key taken is struck out by its identity, ``ids``
+    (``(rows, n)`` or ``(1, n)``) equal to ``(key & low) % modulo``, not by its value: XLA may
+    compute the keys again for the comparison with other rounding, which can change a key's
+    distance bits but never its index bits."""
     from twinlens.backend import jax_runtime
 
     jnp = jax_runtime.load().numpy
+    largest = jnp.iinfo(keys.dtype).max
     out = []
     for _ in range(m):
-        closest = jnp.min(d2, axis=1, keepdims=True)
-        at = lowest_index_at_min(d2, closest, index)
-        out.append(at)
-        d2 = jnp.where(index[None, :] == at[:, None], jnp.inf, d2)
+        least = jnp.min(keys, axis=1)
+        out.append(least)
+        keys = jnp.where(ids == ((least & low) % modulo)[:, None], largest, keys)
     return jnp.stack(out, axis=-1)
 
 
 @cache
 def _k_nearest_jax(m: int) -> Any:
     """The JAX search for the ``m`` nearest border points of each point, in blocks of
-    ``_CHUNK`` points; the border is split in groups of ``_GROUP``, each group's minimum taken
-    in one pass, and the ``m`` nearest sought among the ``m`` groups of the smallest minima
-    only (the ``m`` nearest lie in at most ``m`` groups, each of which has a minimum no larger
-    than the ``m``-th distance). A ``vmap`` runs its members one after another, as
+    ``_CHUNK`` points.
+
+    A distance and its border point's index travel as one integer key: the squared
+    distance's bits (a non-negative float orders as its bits do) with the lowest ones
+    replaced by the index, so one integer minimum gives both, and no two keys are equal. The
+    order is the distances' to a relative ``2**(bits - 52)`` (``bits`` the index's width; ~5e-13
+    for 2,000 border points), and which of two points that close is taken changes the smooth
+    radius by that much at most: a point at the edge of the ``m`` has weight ~0. The border
+    points fall in ``_GROUP`` strided groups (point ``j`` in group ``j % n_groups``); one
+    pass takes each group's minimum, and only the ``m`` groups of the smallest minima are
+    searched again (the ``m`` nearest lie in at most ``m`` groups, none of whose minimum
+    exceeds the ``m``-th distance). A ``vmap`` runs its members one after another, as
     :func:`_nearest_jax`'s does."""
     from twinlens.backend import jax_runtime
 
@@ -292,22 +303,27 @@ def _k_nearest_jax(m: int) -> Any:
     def search(points: Any, border: Any) -> Any:
         n, n_border = points.shape[0], border.shape[0]
         n_groups = -(-n_border // _GROUP)
+        size = n_groups * _GROUP
+        itype = jnp.int64 if points.dtype == jnp.float64 else jnp.int32
+        low = (1 << max(size - 1, 1).bit_length()) - 1
+        index = jnp.arange(size, dtype=itype)
+        group_ids = jnp.arange(n_groups, dtype=itype)[None, :]
+        # padding: infinitely far border points, never among the m nearest
+        padded = jnp.pad(border, ((0, size - n_border), (0, 0)), constant_values=jnp.inf)
         blocks = jnp.pad(points, ((0, (-n) % _CHUNK), (0, 0))).reshape(-1, _CHUNK, 2)
 
         def one(block: Any) -> Any:
-            d2 = (block[:, 0:1] - border[None, :, 0]) ** 2 + (
-                block[:, 1:2] - border[None, :, 1]
+            d2 = (block[:, 0:1] - padded[None, :, 0]) ** 2 + (
+                block[:, 1:2] - padded[None, :, 1]
             ) ** 2
-            if n_groups <= m:  # a small border: search it whole
-                return _k_smallest(d2, jnp.arange(n_border), m)
-            pad = n_groups * _GROUP - n_border
-            grouped = jnp.pad(d2, ((0, 0), (0, pad)), constant_values=jnp.inf)
-            grouped = grouped.reshape(_CHUNK, n_groups, _GROUP)
-            groups = _k_smallest(jnp.min(grouped, axis=2), jnp.arange(n_groups), m)
-            candidates = jnp.take_along_axis(grouped, groups[:, :, None], axis=1)
-            members = groups[:, :, None] * _GROUP + jnp.arange(_GROUP)[None, None, :]
-            at = _k_smallest(candidates.reshape(_CHUNK, -1), jnp.arange(m * _GROUP), m)
-            return jnp.take_along_axis(members.reshape(_CHUNK, -1), at, axis=1)
+            keys = (lax.bitcast_convert_type(d2, itype) & ~low) | index[None, :]
+            keys = keys.reshape(_CHUNK, _GROUP, n_groups)
+            groups = _smallest_keys(
+                jnp.min(keys, axis=1), group_ids, min(m, n_groups), low, n_groups
+            )
+            near = jnp.take_along_axis(keys, ((groups & low) % n_groups)[:, None, :], axis=2)
+            near = near.reshape(_CHUNK, -1)
+            return _smallest_keys(near, near & low, m, low, size) & low
 
         return lax.map(one, blocks).reshape(-1, m)[:n]
 
