@@ -11,6 +11,14 @@ log-evidence's second differences ``d2`` are summarised:
 * ``median_d2``, ``max_d2`` and ``ratio`` (max over median): a smooth surface has
   ``d2 ~ f'' step^2`` everywhere; a jump of the evidence shows as a pair of large ``d2``;
 * ``jumps``: second differences above ``--threshold`` (0.1);
+* ``largest_step``: the largest step of the evidence, estimated as the smaller of two
+  neighbouring second differences of opposite signs (a step ``J`` between two points gives
+  ``-J, +J``; a kink, where the slope alone changes, gives one, or two of the same sign, so
+  it only counts where two kinks of opposite signs fall side by side);
+* ``refined``: the largest second difference again, over the two steps around the largest
+  one, with steps 10 and 100 times finer, as a fraction of the coarse one: a kink's second
+  difference shrinks with the step (to ~0.1 and ~0.01), a jump's keeps its size (~1), so
+  this says which the largest spike is;
 * ``fd_rel_<h>``: the largest ``|FD_h - g| / |g|`` over ``--gradient-points`` points spread
   over the scan (at 10%, 30%, ... of it), with ``g`` JAX's derivative and ``FD_h`` the
   central difference ``(f(x + h) - f(x - h)) / 2h`` of the scan's backend, for ``h`` in 1e-6,
@@ -51,6 +59,7 @@ from twinlens.inversion import (
 )
 from twinlens.job import example
 from twinlens.lensing.tracer import Galaxy, Tracer
+from twinlens.mass import SIE, ExternalShear
 
 #: the meshes scanned, with the regularisation each is fitted with
 MESHES = {
@@ -80,21 +89,46 @@ def example_dataset() -> Imaging:
 
 def lens(einstein_radius: float) -> Tracer:
     """The example's true lens with the Einstein radius replaced."""
-    truth = {**example.PIXELISED_TRUTH, "lenses[0].mass[0].einstein_radius": einstein_radius}
-    return Tracer(Galaxy(mass=example._lens(truth)))
+    t = example.PIXELISED_TRUTH
+    sie, shear = "lenses[0].mass[0]", "lenses[0].mass[1]"
+    mass = SIE(
+        (t[f"{sie}.centre[0]"], t[f"{sie}.centre[1]"]),
+        (t[f"{sie}.ell_comps[0]"], t[f"{sie}.ell_comps[1]"]),
+        einstein_radius,
+    )
+    return Tracer(Galaxy(mass=(mass, ExternalShear(t[f"{shear}.gamma_1"], t[f"{shear}.gamma_2"]))))
 
 
 def scan_statistics(values: np.ndarray, threshold: float) -> dict:
-    """Median and maximum of the absolute second differences, their ratio, and how many
-    exceed ``threshold``."""
-    d2 = np.abs(np.diff(values, 2))
+    """Median and maximum of the absolute second differences, their ratio, how many exceed
+    ``threshold``, and the largest step (see the module documentation)."""
+    signed = np.diff(values, 2)
+    d2 = np.abs(signed)
     median = float(np.median(d2))
+    # a step J between two points gives second differences -J, +J side by side (a kink,
+    # one or two of the same sign): the smaller of an opposite-signed neighbouring pair
+    opposite = np.sign(signed[:-1]) != np.sign(signed[1:])
+    pairs = np.minimum(d2[:-1], d2[1:])[opposite]
     return {
         "median_d2": median,
         "max_d2": float(d2.max()),
         "ratio": float(d2.max() / median) if median > 0 else float("inf"),
         "jumps": int(np.sum(d2 > threshold)),
+        "largest_step": float(pairs.max()) if pairs.size else 0.0,
     }
+
+
+def refine(
+    dataset: Imaging, pix: Pixelization, backend: str, x: float, step: float, largest: float
+) -> list[float]:
+    """The largest second difference over ``[x, x + 2 step]`` with steps ``step / 10`` and
+    ``step / 100``, as fractions of ``largest`` (the coarse one there)."""
+    out = []
+    for factor in (10, 100):
+        radii = x + (step / factor) * np.arange(2 * factor + 1)
+        values = [float(log_evidence(lens(r), dataset, pix, backend)) for r in radii]
+        out.append(float(np.abs(np.diff(values, 2)).max()) / largest)
+    return out
 
 
 def gradient_check(dataset: Imaging, pix: Pixelization, x: float, backend: str) -> dict:
@@ -119,6 +153,8 @@ def scan(dataset: Imaging, pix: Pixelization, args: argparse.Namespace, start: f
     values = np.array([float(log_evidence(lens(r), dataset, pix, args.backend)) for r in radii])
     row = {"start": start, "seconds": round(time.perf_counter() - t0, 1)}
     row.update(scan_statistics(values, args.threshold))
+    at = int(np.argmax(np.abs(np.diff(values, 2))))
+    row["refined"] = refine(dataset, pix, args.backend, radii[at], args.step, row["max_d2"])
     if args.gradient_points:
         where = (np.arange(args.gradient_points) + 0.5) / args.gradient_points
         checks = [
@@ -134,12 +170,18 @@ def scan(dataset: Imaging, pix: Pixelization, args: argparse.Namespace, start: f
 def table(rows: list[dict]) -> str:
     """The rows as a plain-text table."""
     head = f"{'mesh':<12}{'relocation':<11}{'start':>6}{'median d2':>11}{'max d2':>9}"
-    head += f"{'ratio':>8}{'jumps':>6}" + "".join(f"{'FD ' + f'{h:g}':>10}" for h in FD_STEPS)
+    head += f"{'ratio':>8}{'jumps':>6}{'step':>9}{'refined':>15}" + "".join(
+        f"{'FD ' + f'{h:g}':>10}" for h in FD_STEPS
+    )
     lines = [head]
     for r in rows:
         line = f"{r['mesh']:<12}{r['relocation']:<11}{r['start']:>6g}{r['median_d2']:>11.2g}"
-        line += f"{r['max_d2']:>9.2g}{r['ratio']:>8.0f}{r['jumps']:>6d}"
-        line += "".join(f"{r.get(f'fd_rel_{h:g}', float('nan')):>10.1%}" for h in FD_STEPS)
+        line += f"{r['max_d2']:>9.2g}{r['ratio']:>8.0f}{r['jumps']:>6d}{r['largest_step']:>9.2g}"
+        line += f"{'{:.2g}, {:.2g}'.format(*r['refined']):>15}"
+        line += "".join(
+            f"{r[f'fd_rel_{h:g}']:>10.1%}" if f"fd_rel_{h:g}" in r else f"{'-':>10}"
+            for h in FD_STEPS
+        )
         lines.append(line)
     return "\n".join(lines)
 
