@@ -29,7 +29,7 @@ from twinlens.inversion import (
     Rectangular,
     RectangularAdaptDensity,
 )
-from twinlens.inversion.border import border_mask, relocate
+from twinlens.inversion.border import NEIGHBOURS, border_mask, relocate
 
 EPS = 1e-8  # the regularisation matrix's diagonal term (autolens' convention)
 
@@ -225,9 +225,42 @@ def _relocate_loop(points, border):
     return out
 
 
-def test_border_and_relocation():
-    from twinlens.grids import Grid2D
+def _smooth_loop(points, border, k=4):
+    """The smooth rule as the module states it: the radii of the k nearest border points,
+    weighted 1 - d^2 / h^2 with h the distance to the (k + 1)-th."""
+    origin = border.mean(axis=0)
+    rb = np.linalg.norm(border - origin, axis=1)
+    out = points.copy()
+    for j, p in enumerate(points):
+        d2 = np.sum((border - p) ** 2, axis=1)
+        order = np.argsort(d2, kind="stable")[: k + 1]
+        w = 1.0 - d2[order] / d2[order[-1]]
+        radius = np.sum(w * rb[order]) / np.sum(w)
+        r = np.linalg.norm(p - origin)
+        if r > radius:
+            out[j] = origin + (p - origin) * radius / r
+    return out
+
+
+RULES = {"nearest": (_relocate_loop, "relocate_loop"), "smooth": (_smooth_loop, None)}
+
+
+def _compiled_relocation(rule, points, border):
     from twinlens.inversion import loops
+
+    ox, oy = np.empty(len(points)), np.empty(len(points))
+    columns = (points[:, 0].copy(), points[:, 1].copy(), border[:, 0].copy(), border[:, 1].copy())
+    if rule == "nearest":
+        loops.compiled().relocate_loop(*columns, ox, oy)
+    else:
+        m = min(NEIGHBOURS + 1, len(border))
+        loops.compiled().relocate_smooth_loop(*columns, m, ox, oy)
+    return np.column_stack([ox, oy])
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+def test_border_and_relocation(rule):
+    from twinlens.grids import Grid2D
 
     annulus = Grid2D.uniform(20, 0.1).annular_mask(0.3, 0.8).used
     edge = border_mask(annulus)
@@ -239,34 +272,34 @@ def test_border_and_relocation():
     angle = np.linspace(0, 2 * np.pi, 60, endpoint=False)
     border = np.column_stack([np.cos(angle) * (1 + 0.2 * np.sin(3 * angle)), np.sin(angle)]) + 0.1
     points = rng.normal(0, 0.9, (3000, 2))
-    ref = _relocate_loop(points, border)
-    np.testing.assert_allclose(relocate(points, border), ref, rtol=0, atol=1e-14)
-    ox, oy = np.empty(3000), np.empty(3000)
-    loops.compiled().relocate_loop(
-        points[:, 0].copy(), points[:, 1].copy(), border[:, 0].copy(), border[:, 1].copy(), ox, oy
-    )
-    np.testing.assert_allclose(np.column_stack([ox, oy]), ref, rtol=0, atol=1e-14)
+    reference = RULES[rule][0]
+    ref = reference(points, border)
+    # the smooth rule sums five weights, in an order of its own per backend: a few roundings
+    atol = 1e-14 if rule == "nearest" else 1e-15 * 8
+    np.testing.assert_allclose(relocate(points, border, np, rule), ref, rtol=0, atol=atol)
+    np.testing.assert_allclose(_compiled_relocation(rule, points, border), ref, rtol=0, atol=atol)
     from twinlens.backend import jax_runtime
 
     jnp = jax_runtime.load().numpy
     np.testing.assert_allclose(
-        relocate(jnp.asarray(points), jnp.asarray(border), jnp), ref, atol=1e-14
+        relocate(jnp.asarray(points), jnp.asarray(border), jnp, rule), ref, atol=atol
     )
     moved = np.any(ref != points, axis=1)
     assert 0 < moved.sum() < len(points)
     # under vmap (its batching rule loops over the members) and grad, member by member
     jax = jax_runtime.load()
     shifted = border * 1.1
-    batched = jax.vmap(lambda p, b: relocate(p, b, jnp))(
+    batched = jax.vmap(lambda p, b: relocate(p, b, jnp, rule))(
         jnp.stack([points, points]), jnp.stack([border, shifted])
     )
-    np.testing.assert_allclose(batched[0], ref, atol=1e-14)
-    np.testing.assert_allclose(batched[1], _relocate_loop(points, shifted), atol=1e-14)
-    one = jax.vmap(lambda b: relocate(jnp.asarray(points), b, jnp))(jnp.stack([border]))
-    np.testing.assert_allclose(one[0], ref, atol=1e-14)
+    np.testing.assert_allclose(batched[0], ref, atol=atol)
+    np.testing.assert_allclose(batched[1], reference(points, shifted), atol=atol)
+    one = jax.vmap(lambda b: relocate(jnp.asarray(points), b, jnp, rule))(jnp.stack([border]))
+    np.testing.assert_allclose(one[0], ref, atol=atol)
 
     def total(scale):
-        return jnp.sum(jax.vmap(lambda s: relocate(jnp.asarray(points), border * s, jnp))(scale))
+        moved = jax.vmap(lambda s: relocate(jnp.asarray(points), border * s, jnp, rule))(scale)
+        return jnp.sum(moved)
 
     # moved points sit on the scaled border radius: d/ds of the sum is finite and nonzero
     grad = jax.grad(total)(jnp.asarray([1.0, 1.1]))
@@ -275,7 +308,6 @@ def test_border_and_relocation():
 
 def test_relocation_breaks_a_tie_for_the_nearest_border_point_alike_on_every_backend():
     from twinlens.backend import jax_runtime
-    from twinlens.inversion import loops
 
     # (1.5, 1.5) is sqrt(2.5) from border points 0 and 1 (exactly, in binary): the first wins,
     # as numpy's argmin in the loop; their radii (2 and 1) move the point to different places
@@ -283,13 +315,45 @@ def test_relocation_breaks_a_tie_for_the_nearest_border_point_alike_on_every_bac
     points = np.array([[1.5, 1.5], [0.5, 0.2]])
     ref = _relocate_loop(points, border)
     np.testing.assert_allclose(np.hypot(*ref[0]), 2.0, rtol=1e-15)
-    np.testing.assert_array_equal(relocate(points, border), ref)
+    np.testing.assert_array_equal(relocate(points, border, np, "nearest"), ref)
     jnp = jax_runtime.load().numpy
-    np.testing.assert_array_equal(relocate(jnp.asarray(points), jnp.asarray(border), jnp), ref)
-    ox, oy = np.empty(2), np.empty(2)
-    columns = (points[:, 0].copy(), points[:, 1].copy(), border[:, 0].copy(), border[:, 1].copy())
-    loops.compiled().relocate_loop(*columns, ox, oy)
-    np.testing.assert_array_equal(np.column_stack([ox, oy]), ref)
+    np.testing.assert_array_equal(
+        relocate(jnp.asarray(points), jnp.asarray(border), jnp, "nearest"), ref
+    )
+    np.testing.assert_array_equal(_compiled_relocation("nearest", points, border), ref)
+
+
+def test_smooth_relocation_is_continuous_where_the_nearest_border_point_changes():
+    """A point moving past the place where two border points of different radii are equally
+    near: the nearest rule's relocated point jumps by their radii's difference, the smooth
+    rule's moves by about the point's own step, on every backend."""
+    from twinlens.backend import jax_runtime
+
+    jnp = jax_runtime.load().numpy
+    angle = np.linspace(0, 2 * np.pi, 40, endpoint=False)
+    radius = 1.0 + 0.05 * (np.arange(40) % 2)  # a staircase-like border: radii alternate
+    border = np.column_stack([np.cos(angle), np.sin(angle)]) * radius[:, None]
+    # points on a circle of radius 1.1 from border point 0's direction to point 1's: the
+    # nearest border point changes from 0 to 1 on the way
+    t = np.linspace(0.0, 2 * np.pi / 40, 2001)
+    points = 1.1 * np.column_stack([np.cos(t), np.sin(t)])
+    step = np.hypot(*np.diff(points, axis=0).T).max()
+    nearest = relocate(points, border, np, "nearest")
+    assert np.hypot(*np.diff(nearest, axis=0).T).max() > 0.04  # the jump
+    for moved in (
+        relocate(points, border, np, "smooth"),
+        _compiled_relocation("smooth", points, border),
+        np.asarray(relocate(jnp.asarray(points), jnp.asarray(border), jnp, "smooth")),
+    ):
+        np.testing.assert_allclose(moved, _smooth_loop(points, border), rtol=0, atol=1e-14)
+        assert np.hypot(*np.diff(moved, axis=0).T).max() < 2 * step
+
+
+def test_relocation_rule_is_checked():
+    with pytest.raises(ValueError, match="relocation rule"):
+        relocate(np.zeros((2, 2)), np.ones((3, 2)), np, "closest")
+    with pytest.raises(ValueError, match=r"Pixelization\.relocation"):
+        Pixelization(Rectangular((5, 5)), Constant(1.0), relocation="closest")
 
 
 @pytest.mark.parametrize("n", [5, 255, 1001])

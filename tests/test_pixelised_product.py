@@ -338,10 +338,12 @@ REG = (
         (REG, 'regularization = {type = "Curvature", coefficient = 1.0}', r'regularization\.type = "Curvature": .*Rectangular'),
         (REG, 'regularization = {type = "Smooth", coefficient = 1.0}', r'regularization\.type = "Smooth": unknown regularization'),
         (REG, 'regularization = {type = "Constant", coeff = 1.0}', r"regularization\.coeff: .*did you mean \"coefficient\""),
-        (MESH, MESH + "\nextra = 1", r"Pixelization has no entry 'extra'; its entries are mesh, regularization and positive"),
+        (MESH, MESH + "\nextra = 1", r"Pixelization has no entry 'extra'; its entries are mesh, regularization, positive and relocation"),
         (MESH, MESH + "\npositiv = true", r"Pixelization has no entry 'positiv'.*did you mean \"positive\""),
         (MESH, MESH + "\npositive = 1", r"source\[0\]\.light\[0\]\.positive = 1: expected true or false"),
         (MESH, MESH + '\npositive = "yes"', r'source\[0\]\.light\[0\]\.positive = "yes": expected true or false'),
+        (MESH, MESH + '\nrelocation = "smoth"', r'source\[0\]\.light\[0\]\.relocation = "smoth": expected one of .*did you mean "smooth"'),
+        (MESH, MESH + "\nrelocation = 1", r"source\[0\]\.light\[0\]\.relocation = 1: expected one of 'smooth', 'nearest'"),
         ("intensity = 0.3", "intensity = {uniform = [0.1, 0.5]}", r"lens\[0\]\.light\[0\]\.intensity: lens light beside a pixelised source must have fixed"),
         ("[[source.light]]\ntype = \"Pixelization\"", "[[source.light]]\ntype = \"GaussianLight\"\nsigma = 0.1\nintensity = 1.0\n[[source.light]]\ntype = \"Pixelization\"", r"source\[0\]\.light: light profiles in the same galaxy"),
     ],
@@ -363,6 +365,17 @@ def test_config_positive_is_passed_on(flag):
     # left out, the default: unconstrained
     default = parse_config(tomllib.loads(TOML), read_data=False).model.tracer.sources[0]
     assert default.pixelization.positive is False
+
+
+@pytest.mark.parametrize("rule", ["smooth", "nearest"])
+def test_config_relocation_is_passed_on(rule):
+    text = TOML.replace(MESH, MESH + f'\nrelocation = "{rule}"', 1)
+    galaxy = parse_config(tomllib.loads(text), read_data=False).model.tracer.sources[0]
+    assert galaxy.pixelization.relocation == rule
+    assert galaxy.pixelization == Pixelization(Delaunay((10, 10)), Constant(3.0), relocation=rule)
+    # left out, the default: the smooth rule
+    default = parse_config(tomllib.loads(TOML), read_data=False).model.tracer.sources[0]
+    assert default.pixelization.relocation == "smooth"
 
 
 def test_config_linear_lens_light_may_have_free_parameters():

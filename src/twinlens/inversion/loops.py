@@ -18,6 +18,8 @@ prange = range  # numba's prange in the compiled copy, whose template imports it
 
 _FUNCTIONS = (
     "relocate_loop",
+    "relocate_smooth_loop",
+    "k_nearest_point",
     "sparse_rows",
     "blurred_row_counts",
     "blurred_sparse_rows",
@@ -61,6 +63,73 @@ def relocate_loop(px, py, bx, by, out_x, out_y):
                     best = k
             if r > rb[best]:
                 f = rb[best] / r
+                out_x[i] = ox + dx * f
+                out_y[i] = oy + dy * f
+
+
+def k_nearest_point(x, y, bx, by, best_d, best_i):
+    """The ``m = best_d.shape[0]`` nearest of the points ``(bx, by)`` to ``(x, y)``: squared
+    distances ascending into ``best_d`` and their indices into ``best_i`` (ties: the lower
+    index first)."""
+    m = best_d.shape[0]
+    for j in range(m):
+        best_d[j] = math.inf
+        best_i[j] = 0
+    for k in range(bx.shape[0]):
+        d = (x - bx[k]) ** 2 + (y - by[k]) ** 2
+        if d < best_d[m - 1]:
+            j = m - 1
+            while j > 0 and best_d[j - 1] > d:
+                best_d[j] = best_d[j - 1]
+                best_i[j] = best_i[j - 1]
+                j -= 1
+            best_d[j] = d
+            best_i[j] = k
+
+
+def relocate_smooth_loop(px, py, bx, by, m, out_x, out_y):
+    """The smooth border relocation (twinlens.inversion.border.relocate, ``rule="smooth"``) of
+    points ``(px, py)`` against border points ``(bx, by)`` with ``m = k + 1`` neighbours,
+    written into ``out_x, out_y``; the kernel is border.kernel_radius's arithmetic."""
+    nb = bx.shape[0]
+    ox = 0.0
+    oy = 0.0
+    for k in range(nb):
+        ox += bx[k]
+        oy += by[k]
+    ox /= nb
+    oy /= nb
+    rb = np.empty(nb)
+    rmin = math.inf
+    for k in range(nb):
+        rb[k] = math.sqrt((bx[k] - ox) ** 2 + (by[k] - oy) ** 2)
+        rmin = min(rmin, rb[k])
+    for i in prange(px.shape[0]):
+        dx = px[i] - ox
+        dy = py[i] - oy
+        r = math.sqrt(dx * dx + dy * dy)
+        out_x[i] = px[i]
+        out_y[i] = py[i]
+        if r > rmin:  # the radius averages border radii, so it is >= rmin
+            best_d = np.empty(m)
+            best_i = np.empty(m, dtype=np.int64)
+            k_nearest_point(px[i], py[i], bx, by, best_d, best_i)
+            h2 = best_d[m - 1]
+            total = 0.0
+            acc = 0.0
+            for j in range(m):
+                w = 1.0 - best_d[j] / h2 if h2 > 0.0 else 1.0
+                total += w
+                acc += w * rb[best_i[j]]
+            if not total > 0.0:  # every distance equal: the plain mean
+                total = 0.0
+                acc = 0.0
+                for j in range(m):
+                    total += 1.0
+                    acc += rb[best_i[j]]
+            radius = acc / total
+            if r > radius:
+                f = radius / r
                 out_x[i] = ox + dx * f
                 out_y[i] = oy + dy * f
 

@@ -31,7 +31,7 @@ from twinlens.backend import resolve_backend
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.imaging.dataset import Imaging
 from twinlens.inversion import loops, triangulation
-from twinlens.inversion.border import relocate
+from twinlens.inversion.border import NEIGHBOURS, RELOCATIONS, relocate
 from twinlens.inversion.mapping import (
     MaskedLayout,
     blurred_columns,
@@ -76,6 +76,11 @@ class Pixelization(ValueIdentity):
         Constrain the source pixels (and any jointly solved intensities) to be >= 0, by
         non-negative least squares (:func:`~twinlens.inversion.solve.solve_normal`);
         default False (the unconstrained, linear solution).
+    relocation : str
+        How sub-pixels (and Delaunay vertices) traced beyond the mask's border are moved onto
+        it (:mod:`~twinlens.inversion.border`): ``"smooth"`` (default), continuous in the
+        lens parameters, or ``"nearest"``, autolens' rule, under which the evidence jumps
+        where a relocated point's nearest border point changes.
     """
 
     #: what a Galaxy recognises a pixelised source by (lensing does not import this room)
@@ -84,12 +89,18 @@ class Pixelization(ValueIdentity):
     mesh: Any
     regularization: Any
     positive: bool = static_field(default=False)
+    relocation: str = static_field(default="smooth")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.positive, bool):
             raise ValueError(
                 f"Pixelization.positive must be True or False, got {shown(self.positive)}"
+            )
+        if not isinstance(self.relocation, str) or self.relocation not in RELOCATIONS:
+            raise ValueError(
+                f"Pixelization.relocation must be one of {', '.join(map(repr, RELOCATIONS))}, "
+                f"got {shown(self.relocation)}"
             )
         if not isinstance(self.mesh, (Rectangular, Delaunay)):
             raise TypeError(
@@ -212,7 +223,7 @@ def _evaluate_host(
     """numpy and numba backends."""
     prob = _problem(dataset, pixelization.mesh)
     masked = prob.masked
-    points, vertices = _relocated_host(tracer, prob, backend)
+    points, vertices = _relocated_host(tracer, prob, backend, pixelization.relocation)
     mesh = pixelization.mesh.mapping(points, vertices, np, masked.sub_weight)
     n_mask, n_source = masked.data.size, mesh.n_pixels
     light = _lens_light_terms(lens_light, dataset, backend)
@@ -237,9 +248,9 @@ def _evaluate_host(
     return _Result(terms, model + fixed, mesh.vertices, points)
 
 
-def _relocated_host(tracer: Tracer, prob: _Problem, backend: str) -> tuple[Any, Any]:
+def _relocated_host(tracer: Tracer, prob: _Problem, backend: str, rule: str) -> tuple[Any, Any]:
     """The traced sub-pixels and (for a Delaunay mesh) overlay vertices, relocated from beyond
-    the border: numba's compiled loop, or numpy."""
+    the border by ``rule``: numba's compiled loop, or numpy."""
     layout = prob.masked.layout
     points = _traced(tracer, layout.xs, layout.ys, backend, layout, np)
     border = points[prob.border]
@@ -249,16 +260,20 @@ def _relocated_host(tracer: Tracer, prob: _Problem, backend: str) -> tuple[Any, 
             tracer, prob.image_vertices[:, 0], prob.image_vertices[:, 1], backend, None, np
         )
     if backend != "numba":
-        points = relocate(points, border, np)
-        return points, None if vertices is None else relocate(vertices, border, np)
+        points = relocate(points, border, np, rule)
+        return points, None if vertices is None else relocate(vertices, border, np, rule)
     compiled = loops.compiled()
     bx, by = np.ascontiguousarray(border[:, 0]), np.ascontiguousarray(border[:, 1])
 
+    m = min(NEIGHBOURS + 1, bx.size)
+
     def move(p: np.ndarray) -> np.ndarray:
         out_x, out_y = np.empty(p.shape[0]), np.empty(p.shape[0])
-        compiled.relocate_loop(
-            np.ascontiguousarray(p[:, 0]), np.ascontiguousarray(p[:, 1]), bx, by, out_x, out_y
-        )
+        px, py = np.ascontiguousarray(p[:, 0]), np.ascontiguousarray(p[:, 1])
+        if rule == "nearest":
+            compiled.relocate_loop(px, py, bx, by, out_x, out_y)
+        else:
+            compiled.relocate_smooth_loop(px, py, bx, by, m, out_x, out_y)
         return np.stack([out_x, out_y], axis=-1)
 
     return move(points), None if vertices is None else move(vertices)
@@ -335,11 +350,13 @@ def _evaluate_jax(
     x, y = jnp.asarray(layout.xs), jnp.asarray(layout.ys)
     points = _traced(tracer, x, y, "jax", layout, jnp)
     border = points[prob.border]
-    points = relocate(points, border, jnp)
+    rule = pixelization.relocation
+    points = relocate(points, border, jnp, rule)
     vertices = None
     if prob.image_vertices is not None:
         iv = jnp.asarray(prob.image_vertices)
-        vertices = relocate(_traced(tracer, iv[:, 0], iv[:, 1], "jax", None, jnp), border, jnp)
+        traced = _traced(tracer, iv[:, 0], iv[:, 1], "jax", None, jnp)
+        vertices = relocate(traced, border, jnp, rule)
     mesh = pixelization.mesh.mapping(points, vertices, jnp, masked.sub_weight)
     n_source = mesh.n_pixels
     noise = jnp.asarray(masked.noise)

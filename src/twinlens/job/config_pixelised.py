@@ -20,7 +20,7 @@ _MESH_KEYS = {
     "Delaunay": ("shape", "n_vertices", "brightness", "weight_floor", "weight_power"),
 }
 _REGULARIZATIONS = ("Constant", "Curvature", "AdaptiveBrightness")
-_PIXELIZATION_KEYS = ("type", "mesh", "regularization", "positive")
+_PIXELIZATION_KEYS = ("type", "mesh", "regularization", "positive", "relocation")
 
 
 def _kmeans_settings(mesh: dict, here: str) -> dict:
@@ -105,13 +105,14 @@ def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = 
     """A ``type = "Pixelization"`` source light entry: its mesh and regularisation (``data``:
     the dataset and the configuration's folder, which a k-means mesh needs)."""
     from twinlens import inversion as pixelised
+    from twinlens.inversion.border import RELOCATIONS
 
     params.pop("type")
     unknown = [k for k in params if k not in _PIXELIZATION_KEYS]
     if unknown:
         raise ConfigError(
             f"{here}: Pixelization has no entry {unknown[0]!r}; its entries are mesh, "
-            f"regularization and positive{_suggest(unknown[0], _PIXELIZATION_KEYS)}"
+            f"regularization, positive and relocation{_suggest(unknown[0], _PIXELIZATION_KEYS)}"
         )
     missing = [k for k in ("mesh", "regularization") if k not in params]
     if missing:
@@ -123,11 +124,19 @@ def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = 
     positive = params.get("positive", False)
     if not isinstance(positive, bool):
         raise ConfigError(f"{here}.positive = {_show(positive)}: expected true or false")
+    relocation = params.get("relocation", "smooth")
+    if relocation not in RELOCATIONS:
+        raise ConfigError(
+            f"{here}.relocation = {_show(relocation)}: expected one of "
+            f"{', '.join(map(repr, RELOCATIONS))}{_suggest(str(relocation), RELOCATIONS)}"
+        )
     mesh = _mesh(params["mesh"], here, data)
     where = f"{here}.regularization"
     regularization, reg_name = _regularization(params["regularization"], where, priors, path)
     try:
-        return pixelised.Pixelization(mesh, regularization, positive=positive)
+        return pixelised.Pixelization(
+            mesh, regularization, positive=positive, relocation=relocation
+        )
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{where}.type = {_show(reg_name)}: {err}") from None
 
