@@ -1,0 +1,116 @@
+"""Gradient searches on a pixelised source against nautilus: the pixelised example's data,
+fitted with nautilus (numba) and with JAX's MAP and NUTS, on one mesh.
+
+Prints, per search, the posterior mean and width of every parameter and, for NUTS, how far
+its means lie from nautilus's (in nautilus sigmas) and the ratio of its widths; then the JAX
+objective's compile time (first gradient) apart from its steady time per gradient, and each
+search's wall time.
+
+    python benchmarks/pixelised_gradients.py --quick
+    python benchmarks/pixelised_gradients.py --mesh RectangularAdaptDensity --shape 20 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from twinlens.job.config import load_config
+from twinlens.job.example import write_pixelised_example
+from twinlens.search import search_from_config
+
+MESH_LINE = re.compile(r"^mesh = .*$", re.MULTILINE)
+REG_TYPE = re.compile(r'^(regularization = \{type = )"Constant"', re.MULTILINE)
+
+
+def _config_file(folder: Path, args: argparse.Namespace) -> Path:
+    """The pixelised example's data and fit.toml in ``folder``, with the mesh, regularisation
+    and relocation replaced."""
+    path = write_pixelised_example(folder, seed=1)
+    mesh = f'mesh = {{type = "{args.mesh}", shape = {list(args.shape)}}}'
+    text = MESH_LINE.sub(f'{mesh}\nrelocation = "{args.relocation}"', path.read_text())
+    path.write_text(REG_TYPE.sub(rf'\1"{args.regularization}"', text))
+    return path
+
+
+def _moments(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    lo, mid, hi = np.percentile(samples, [16, 50, 84], axis=0)
+    return mid, 0.5 * (hi - lo)
+
+
+def _gradient_times(path: Path, repeats: int) -> dict:
+    """The JAX objective's first value-and-gradient (compile included) and its steady time."""
+    import jax
+
+    objective = load_config(path, backend="jax").objective()
+    start = np.asarray(objective.model.start, dtype=float)
+    grad = jax.jit(jax.value_and_grad(objective.jax_log_likelihood))
+    t0 = time.perf_counter()
+    jax.block_until_ready(grad(start))
+    first = time.perf_counter() - t0
+    times = []
+    for k in range(repeats):
+        x = start * (1.0 + 1e-6 * (k + 1))
+        t0 = time.perf_counter()
+        jax.block_until_ready(grad(x))
+        times.append(time.perf_counter() - t0)
+    return {"compile_s": first - float(np.median(times)), "gradient_ms": 1e3 * np.median(times)}
+
+
+def _run(path: Path, backend: str, settings: dict) -> tuple[object, float]:
+    objective = load_config(path, backend=backend).objective()
+    search = search_from_config(**settings)
+    t0 = time.perf_counter()
+    result = search.run(objective, None, progress=False)
+    return result, time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mesh", default="Rectangular")
+    parser.add_argument("--shape", type=int, nargs=2, default=[18, 18])
+    parser.add_argument("--regularization", default="Constant")
+    parser.add_argument("--relocation", default="smooth", choices=["smooth", "nearest"])
+    parser.add_argument("--quick", action="store_true", help="fewer live points and samples")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    nautilus = {"name": "nautilus", "n_live": 100 if quick else 400}
+    nautilus["n_eff"] = 300 if quick else 2000
+    nuts = {"name": "nuts", "n_warmup": 200 if quick else 500}
+    nuts["n_samples"] = 300 if quick else 1500
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _config_file(Path(tmp), args)
+        report: dict = {"mesh": args.mesh, "shape": args.shape, "quick": quick}
+        report["relocation"] = args.relocation
+        report["jax_gradient"] = _gradient_times(path, 20)
+        reference, report["nautilus_s"] = _run(path, "numba", nautilus)
+        map_result, report["map_s"] = _run(path, "jax", {"name": "map", "n_starts": 4})
+        sampled, report["nuts_s"] = _run(path, "jax", nuts)
+    names = reference.paths
+    mean_n, sigma_n = _moments(reference.samples)
+    mean_s, sigma_s = _moments(sampled.samples)
+    report["parameters"] = {
+        name: {
+            "nautilus": [float(mean_n[i]), float(sigma_n[i])],
+            "nuts": [float(mean_s[i]), float(sigma_s[i])],
+            "map": float(map_result.max_likelihood[i]),
+            "nuts_offset_sigma": float((mean_s[i] - mean_n[i]) / sigma_n[i]),
+            "nuts_width_ratio": float(sigma_s[i] / sigma_n[i]),
+        }
+        for i, name in enumerate(names)
+    }
+    report["nuts_divergent"] = sampled.info.get("n_divergent")
+    json.dump(report, sys.stdout, indent=1)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
