@@ -15,13 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from twinlens.backend import jax_runtime
 from twinlens.job.config import load_config
 from twinlens.job.example import write_pixelised_example
 from twinlens.search import search_from_config
@@ -47,8 +47,7 @@ def _moments(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _gradient_times(path: Path, repeats: int) -> dict:
     """The JAX objective's first value-and-gradient (compile included) and its steady time."""
-    import jax
-
+    jax = jax_runtime.load()  # float64 on
     objective = load_config(path, backend="jax").objective()
     start = np.asarray(objective.model.start, dtype=float)
     grad = jax.jit(jax.value_and_grad(objective.jax_log_likelihood))
@@ -72,6 +71,27 @@ def _run(path: Path, backend: str, settings: dict) -> tuple[object, float]:
     return result, time.perf_counter() - t0
 
 
+def _say(key: str, value: object) -> None:
+    """One line of JSON per finished step, so that a long run reports as it goes."""
+    print(json.dumps({key: value}), flush=True)
+
+
+def _compare(reference: object, sampled: object, optimum: object) -> dict:
+    names = reference.paths
+    mean_n, sigma_n = _moments(reference.samples)
+    mean_s, sigma_s = _moments(sampled.samples)
+    return {
+        name: {
+            "nautilus": [float(mean_n[i]), float(sigma_n[i])],
+            "nuts": [float(mean_s[i]), float(sigma_s[i])],
+            "map": float(optimum.max_likelihood[i]),
+            "nuts_offset_sigma": float((mean_s[i] - mean_n[i]) / sigma_n[i]),
+            "nuts_width_ratio": float(sigma_s[i] / sigma_n[i]),
+        }
+        for i, name in enumerate(names)
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mesh", default="Rectangular")
@@ -83,32 +103,19 @@ def main(argv: list[str] | None = None) -> int:
     quick = args.quick
     nautilus = {"name": "nautilus", "n_live": 100 if quick else 400}
     nautilus["n_eff"] = 300 if quick else 2000
-    nuts = {"name": "nuts", "n_warmup": 200 if quick else 500}
-    nuts["n_samples"] = 300 if quick else 1500
+    nuts = {"name": "nuts", "n_warmup": 100 if quick else 500}
+    nuts["n_samples"] = 150 if quick else 1500
+    _say("settings", {**vars(args), "nautilus": nautilus, "nuts": nuts})
     with tempfile.TemporaryDirectory() as tmp:
         path = _config_file(Path(tmp), args)
-        report: dict = {"mesh": args.mesh, "shape": args.shape, "quick": quick}
-        report["relocation"] = args.relocation
-        report["jax_gradient"] = _gradient_times(path, 20)
-        reference, report["nautilus_s"] = _run(path, "numba", nautilus)
-        map_result, report["map_s"] = _run(path, "jax", {"name": "map", "n_starts": 4})
-        sampled, report["nuts_s"] = _run(path, "jax", nuts)
-    names = reference.paths
-    mean_n, sigma_n = _moments(reference.samples)
-    mean_s, sigma_s = _moments(sampled.samples)
-    report["parameters"] = {
-        name: {
-            "nautilus": [float(mean_n[i]), float(sigma_n[i])],
-            "nuts": [float(mean_s[i]), float(sigma_s[i])],
-            "map": float(map_result.max_likelihood[i]),
-            "nuts_offset_sigma": float((mean_s[i] - mean_n[i]) / sigma_n[i]),
-            "nuts_width_ratio": float(sigma_s[i] / sigma_n[i]),
-        }
-        for i, name in enumerate(names)
-    }
-    report["nuts_divergent"] = sampled.info.get("n_divergent")
-    json.dump(report, sys.stdout, indent=1)
-    print()
+        _say("jax_gradient", _gradient_times(path, 20))
+        reference, seconds = _run(path, "numba", nautilus)
+        _say("nautilus", {"wall_s": seconds, "median": _moments(reference.samples)[0].tolist()})
+        optimum, seconds = _run(path, "jax", {"name": "map", "n_starts": 4})
+        _say("map", {"wall_s": seconds, "optimum": optimum.max_likelihood.tolist()})
+        sampled, seconds = _run(path, "jax", nuts)
+        _say("nuts", {"wall_s": seconds, "n_divergent": sampled.info.get("n_divergent")})
+    _say("parameters", _compare(reference, sampled, optimum))
     return 0
 
 
