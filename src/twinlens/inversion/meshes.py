@@ -27,7 +27,7 @@ import numpy as np
 from twinlens.backend.reductions import take_max, take_min
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.grids import Grid2D
-from twinlens.inversion import triangulation
+from twinlens.inversion import conventions, triangulation
 from twinlens.inversion.interpolation import delaunay_weights, lattice_weights
 from twinlens.messages import shown
 
@@ -321,12 +321,23 @@ class Delaunay(ValueIdentity):
         Image-plane vertex positions ``(x, y)`` (arcsec) to use instead of the overlay: at
         least 3, distinct, not all on one line (e.g. from a clustering of a previous fit's
         source brightness).
+    placement : str
+        Where the overlay's points sit: ``"inset"`` (default), at ``k / (n + 1)`` of the
+        mask's bounding box; ``"cell_centres"``, autoarray's ``Overlay``
+        (:func:`~twinlens.inversion.conventions.cell_centre_points`).
+    outside_hull : str
+        What a sub-pixel outside the vertices' convex hull reads: ``"hull_edge"`` (default),
+        the nearest point of the hull; ``"nearest_vertex"``, the nearest vertex (autoarray's
+        rule; the weights then jump where a sub-pixel crosses the hull).
     """
 
     shape: tuple = static_field(default=(30, 30))
     image_vertices: Any = static_field(default=None)
+    placement: str = static_field(default="inset")
+    outside_hull: str = static_field(default="hull_edge")
 
     def __post_init__(self) -> None:
+        _check_delaunay_options(self)
         if self.image_vertices is not None:
             vertices = np.asarray(self.image_vertices, dtype=float)
             if vertices.ndim != 2 or vertices.shape[1] != 2:
@@ -350,13 +361,15 @@ class Delaunay(ValueIdentity):
         or the overlay points inside the mask."""
         if self.image_vertices is not None:
             return self.image_vertices
+        if self.placement == "cell_centres":
+            return conventions.cell_centre_points(grid, self.shape)
         return overlay_points(grid, self.shape)
 
     def mapping(self, points: Any, vertices: Any, xp: Any = np, weights: Any = None) -> MeshMapping:
         """The mesh for traced sub-pixels ``points (n, 2)`` and traced vertices
         ``vertices (n_vertices, 2)`` (``weights`` is unused)."""
         if xp is np:
-            top = triangulation.topology(vertices, points)
+            top = triangulation.topology(vertices, points, outside_hull=self.outside_hull)
             corners, inside, edges, valid, status = (
                 top.corners,
                 top.inside,
@@ -365,7 +378,9 @@ class Delaunay(ValueIdentity):
                 top.status,
             )
         else:
-            corners, inside, edges, valid, status = triangulation.jax_topology(vertices, points)
+            corners, inside, edges, valid, status = triangulation.jax_topology(
+                vertices, points, self.outside_hull
+            )
         weights = delaunay_weights(points, vertices, corners, inside, xp)
         return MeshMapping(
             indices=corners,
@@ -376,6 +391,16 @@ class Delaunay(ValueIdentity):
             edge_valid=valid,
             stencils=None,
             status=status,
+        )
+
+
+def _check_delaunay_options(mesh: Delaunay) -> None:
+    conventions.check_choice("Delaunay.placement", mesh.placement, conventions.PLACEMENTS)
+    conventions.check_choice("Delaunay.outside_hull", mesh.outside_hull, conventions.OUTSIDE_HULL)
+    if mesh.image_vertices is not None and mesh.placement != conventions.PLACEMENTS[0]:
+        raise ValueError(
+            f"Delaunay.placement = {mesh.placement!r} places an overlay's points; it does not "
+            "apply to image_vertices (leave it out)"
         )
 
 

@@ -31,7 +31,12 @@ from twinlens.backend import resolve_backend
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.imaging.dataset import Imaging
 from twinlens.inversion import loops, triangulation
-from twinlens.inversion.border import NEIGHBOURS, RELOCATIONS, relocate
+from twinlens.inversion.border import NEIGHBOURS, relocate
+from twinlens.inversion.conventions import (
+    RELOCATIONS,
+    border_pixel_centres,
+    relocate_by_ellipse,
+)
 from twinlens.inversion.mapping import (
     MaskedLayout,
     blurred_columns,
@@ -80,7 +85,9 @@ class Pixelization(ValueIdentity):
         How sub-pixels (and Delaunay vertices) traced beyond the mask's border are moved onto
         it (:mod:`~twinlens.inversion.border`): ``"smooth"`` (default), continuous in the
         lens parameters, or ``"nearest"``, autolens' rule, under which the evidence jumps
-        where a relocated point's nearest border point changes.
+        where a relocated point's nearest border point changes; or ``"ellipse"``, onto an
+        ellipse fitted to the traced border pixels (current autoarray's rule,
+        :mod:`~twinlens.inversion.conventions`).
     """
 
     #: what a Galaxy recognises a pixelised source by (lensing does not import this room)
@@ -259,6 +266,8 @@ def _relocated_host(tracer: Tracer, prob: _Problem, backend: str, rule: str) -> 
         vertices = _traced(
             tracer, prob.image_vertices[:, 0], prob.image_vertices[:, 1], backend, None, np
         )
+    if rule == "ellipse":
+        return relocate_by_ellipse(points, vertices, _traced_border(tracer, prob, backend, np), np)
     if backend != "numba":
         points = relocate(points, border, np, rule)
         return points, None if vertices is None else relocate(vertices, border, np, rule)
@@ -277,6 +286,12 @@ def _relocated_host(tracer: Tracer, prob: _Problem, backend: str, rule: str) -> 
         return np.stack([out_x, out_y], axis=-1)
 
     return move(points), None if vertices is None else move(vertices)
+
+
+def _traced_border(tracer: Tracer, prob: _Problem, backend: str, xp: Any) -> Any:
+    """The traced centres of the mask's border pixels, which the ellipse is fitted to."""
+    c = xp.asarray(border_pixel_centres(prob.masked.dataset.grid))
+    return _traced(tracer, c[:, 0], c[:, 1], backend, None, xp)
 
 
 def _solve_sparse(
@@ -349,14 +364,18 @@ def _evaluate_jax(
     layout = masked.layout
     x, y = jnp.asarray(layout.xs), jnp.asarray(layout.ys)
     points = _traced(tracer, x, y, "jax", layout, jnp)
-    border = points[prob.border]
-    rule = pixelization.relocation
-    points = relocate(points, border, jnp, rule)
     vertices = None
     if prob.image_vertices is not None:
         iv = jnp.asarray(prob.image_vertices)
-        traced = _traced(tracer, iv[:, 0], iv[:, 1], "jax", None, jnp)
-        vertices = relocate(traced, border, jnp, rule)
+        vertices = _traced(tracer, iv[:, 0], iv[:, 1], "jax", None, jnp)
+    rule = pixelization.relocation
+    if rule == "ellipse":
+        traced_border = _traced_border(tracer, prob, "jax", jnp)
+        points, vertices = relocate_by_ellipse(points, vertices, traced_border, jnp)
+    else:
+        border = points[prob.border]
+        points = relocate(points, border, jnp, rule)
+        vertices = None if vertices is None else relocate(vertices, border, jnp, rule)
     mesh = pixelization.mesh.mapping(points, vertices, jnp, masked.sub_weight)
     n_source = mesh.n_pixels
     noise = jnp.asarray(masked.noise)

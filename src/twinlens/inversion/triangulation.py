@@ -106,11 +106,17 @@ def check_vertices(vertices: Any, name: str = "vertices") -> None:
         )
 
 
-def topology(vertices: Any, points: Any, log: bool = True) -> Topology:
+def topology(
+    vertices: Any, points: Any, log: bool = True, outside_hull: str = "hull_edge"
+) -> Topology:
     """Triangulate ``vertices (n_v, 2)`` and locate ``points (n, 2)`` in the triangulation.
 
-    An unusable mesh gives a :class:`Topology` whose ``status`` says why (logged at warning
-    level when ``log``), never an exception, so that a likelihood can return ``-inf``.
+    A point outside the hull reads its nearest hull edge ``(a, b, b)`` (``outside_hull =
+    "hull_edge"``) or its nearest vertex ``(v, v, v)`` (``"nearest_vertex"``, autoarray's
+    rule; :func:`~twinlens.inversion.interpolation.delaunay_weights` then gives it the weights
+    ``(1, 0, 0)``). An unusable mesh gives a :class:`Topology` whose ``status`` says why
+    (logged at warning level when ``log``), never an exception, so that a likelihood can
+    return ``-inf``.
     """
     vertices = np.asarray(vertices, dtype=float)
     points = np.asarray(points, dtype=float)
@@ -136,7 +142,9 @@ def topology(vertices: Any, points: Any, log: bool = True) -> Topology:
         return Topology(corners, inside, edges, valid, STATUS_EMPTY)
     corners[inside] = tri.simplices[simplex[inside]]
     outside = np.flatnonzero(~inside)
-    if outside.size:
+    if outside.size and outside_hull == "nearest_vertex":
+        corners[outside] = _nearest_vertices(points[outside], vertices)[:, None]
+    elif outside.size:
         corners[outside] = _nearest_hull_edges(points[outside], vertices, tri.convex_hull)
     parts = [tri.simplices[:, [0, 1]], tri.simplices[:, [1, 2]], tri.simplices[:, [0, 2]]]
     if len(tri.coplanar):
@@ -166,7 +174,17 @@ def _nearest_hull_edges(points: np.ndarray, vertices: np.ndarray, hull: np.ndarr
     return out
 
 
-def jax_topology(vertices: Any, points: Any) -> tuple[Any, Any, Any, Any, Any]:
+def _nearest_vertices(points: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """Index of each point's nearest vertex, by a k-d tree query as autoarray finds it (so
+    a tie between vertices goes the same way for the same vertex order)."""
+    from scipy.spatial import cKDTree
+
+    return cKDTree(vertices).query(points)[1].astype(np.int64)
+
+
+def jax_topology(
+    vertices: Any, points: Any, outside_hull: str = "hull_edge"
+) -> tuple[Any, Any, Any, Any, Any]:
     """:func:`topology` from inside a JAX program (``jit``, ``vmap``, ``grad``).
 
     Returns ``(corners, inside, edges, edge_valid, status)`` as JAX arrays (int32 and bool).
@@ -187,7 +205,9 @@ def jax_topology(vertices: Any, points: Any) -> tuple[Any, Any, Any, Any, Any]:
     )
 
     def host(v: Any, p: Any) -> tuple:
-        top = topology(np.asarray(v, dtype=float), np.asarray(p, dtype=float))
+        top = topology(
+            np.asarray(v, dtype=float), np.asarray(p, dtype=float), outside_hull=outside_hull
+        )
         return (
             top.corners.astype(np.int32),
             top.inside,

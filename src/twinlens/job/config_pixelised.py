@@ -17,7 +17,15 @@ _MESHES = ("Rectangular", "RectangularAdaptDensity", "Delaunay")
 _MESH_KEYS = {
     "Rectangular": ("shape",),
     "RectangularAdaptDensity": ("shape", "uniform_fraction"),
-    "Delaunay": ("shape", "n_vertices", "brightness", "weight_floor", "weight_power"),
+    "Delaunay": (
+        "shape",
+        "n_vertices",
+        "brightness",
+        "weight_floor",
+        "weight_power",
+        "placement",
+        "outside_hull",
+    ),
 }
 _REGULARIZATIONS = ("Constant", "Curvature", "AdaptiveBrightness")
 _PIXELIZATION_KEYS = ("type", "mesh", "regularization", "positive", "relocation")
@@ -54,7 +62,7 @@ def _kmeans_settings(mesh: dict, here: str) -> dict:
     return settings
 
 
-def _kmeans_mesh(settings: dict, here: str, data: Any) -> Any:
+def _kmeans_mesh(settings: dict, here: str, data: Any, outside_hull: str) -> Any:
     """A Delaunay mesh whose image-plane vertices are the k-means clusters of a brightness
     image (:func:`~twinlens.inversion.kmeans_vertices`); without the data read (a
     configuration only checked) the brightness file is checked and the overlay mesh stands
@@ -68,7 +76,7 @@ def _kmeans_mesh(settings: dict, here: str, data: Any) -> Any:
     if path is not None and not path.is_file():
         raise ConfigError(f"{here}.brightness = {_show(name)}: no such file {path}")
     if dataset is None:
-        return pixelised.Delaunay()
+        return pixelised.Delaunay(outside_hull=outside_hull)
     if path is None:
         image = np.asarray(dataset.data, dtype=float)
     else:
@@ -83,7 +91,7 @@ def _kmeans_mesh(settings: dict, here: str, data: Any) -> Any:
         )
     extra = {k: settings[k] for k in ("weight_floor", "weight_power") if k in settings}
     vertices = pixelised.kmeans_vertices(dataset.grid, image, settings["n_vertices"], **extra)
-    return pixelised.Delaunay(image_vertices=vertices)
+    return pixelised.Delaunay(image_vertices=vertices, outside_hull=outside_hull)
 
 
 def _typed_table(raw: Any, here: str, choices: tuple, what: str) -> tuple[str, dict]:
@@ -105,7 +113,7 @@ def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = 
     """A ``type = "Pixelization"`` source light entry: its mesh and regularisation (``data``:
     the dataset and the configuration's folder, which a k-means mesh needs)."""
     from twinlens import inversion as pixelised
-    from twinlens.inversion.border import RELOCATIONS
+    from twinlens.inversion.conventions import RELOCATIONS
 
     params.pop("type")
     unknown = [k for k in params if k not in _PIXELIZATION_KEYS]
@@ -149,7 +157,13 @@ def _mesh(table: Any, here: str, data: Any) -> Any:
     name, mesh_params = _typed_table(table, f"{here}.mesh", _MESHES, "mesh")
     mesh_keys = _MESH_KEYS[name]
     kmeans = None
+    options = _mesh_options(mesh_params, f"{here}.mesh") if name == "Delaunay" else {}
     if name == "Delaunay" and "n_vertices" in mesh_params:
+        if "placement" in options:
+            raise ConfigError(
+                f"{here}.mesh.placement: places an overlay grid's points (shape); k-means "
+                "vertices (n_vertices) have their own places, so leave it out"
+            )
         kmeans = _kmeans_settings(mesh_params, f"{here}.mesh")
     for key, raw in mesh_params.items():
         if key not in mesh_keys:
@@ -179,14 +193,34 @@ def _mesh(table: Any, here: str, data: Any) -> Any:
             )
     try:
         if kmeans is not None:
-            return _kmeans_mesh(kmeans, f"{here}.mesh", data)
+            hull = options.get("outside_hull", "hull_edge")
+            return _kmeans_mesh(kmeans, f"{here}.mesh", data, hull)
         return getattr(pixelised, name)(
-            **{k: tuple(v) if k == "shape" else float(v) for k, v in mesh_params.items()}
+            **{k: tuple(v) if k == "shape" else float(v) for k, v in mesh_params.items()},
+            **options,
         )
     except ConfigError:  # already names its key
         raise
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{here}.mesh ({name}): {err}") from None
+
+
+def _mesh_options(mesh_params: dict, here: str) -> dict:
+    """A Delaunay mesh table's ``placement`` and ``outside_hull`` (autoarray's conventions,
+    :mod:`twinlens.inversion.conventions`), checked and removed from ``mesh_params``."""
+    from twinlens.inversion.conventions import OUTSIDE_HULL, PLACEMENTS
+
+    out = {}
+    for key, choices in (("placement", PLACEMENTS), ("outside_hull", OUTSIDE_HULL)):
+        if key in mesh_params:
+            raw = mesh_params.pop(key)
+            if raw not in choices:
+                raise ConfigError(
+                    f"{here}.{key} = {_show(raw)}: expected one of "
+                    f"{', '.join(map(repr, choices))}{_suggest(str(raw), choices)}"
+                )
+            out[key] = raw
+    return out
 
 
 def _regularization(table: Any, where: str, priors: dict, path: str) -> tuple[Any, str]:
