@@ -64,3 +64,18 @@ def test_pixelised_example_recovers_the_einstein_radius(tmp_path):
     lam = regularization["parameters"]["lambda"]["posterior_stats"]
     own = record["parameters"]["sources[0].pixelization.regularization.coefficient"]
     assert lam["median"] == own["median"] and lam["percentile_16th"] == own["lower_68"]
+
+
+def test_written_data_are_the_simulated_dataset(tmp_path):
+    """The FITS files the example writes hold simulate_example_dataset's image and noise map
+    (what benchmarks/pixelised_bias.py fits without the files): one simulation, two readers."""
+    example.write_pixelised_example(tmp_path, seed=3)
+    data, _ = fits_io.read_image(tmp_path / "data.fits")
+    noise, _ = fits_io.read_image(tmp_path / "noise_map.fits")
+    direct = example.simulate_example_dataset(
+        example.pixelised_example_tracer(), example.PIXELISED_IMAGING, seed=3
+    )
+    np.testing.assert_array_equal(data, direct.data)
+    np.testing.assert_array_equal(noise, direct.noise_map)
+    assert direct.grid.pixel_scale == example.PIX_PIXEL_SCALE
+    assert direct.data.shape == (example.PIX_N_PIX, example.PIX_N_PIX)

@@ -13,9 +13,12 @@ See :doc:`/pixelised` for the method. The modules, in the order an evaluation us
 * :mod:`~twinlens.inversion.regularization`: constant, curvature and adaptive-brightness
   regularisation;
 * :mod:`~twinlens.inversion.solve`: the solve and the log-evidence;
-* :mod:`~twinlens.inversion.pixelization`: all of it for a lens model and a dataset.
+* :mod:`~twinlens.inversion.pixelization`: all of it for a lens model and a dataset;
+* :mod:`~twinlens.inversion.adapt`: a previous fit's adapt image, made into the next fit's
+  mesh and regularisation.
 """
 
+from twinlens.inversion.adapt import adapt_image, adapt_signal, adaptive_pixelization
 from twinlens.inversion.image_mesh import kmeans_vertices
 from twinlens.inversion.meshes import Delaunay, Rectangular, RectangularAdaptDensity
 from twinlens.inversion.pixelization import FitPixelised, Pixelization, log_evidence
@@ -35,6 +38,9 @@ __all__ = [
     "Pixelization",
     "Rectangular",
     "RectangularAdaptDensity",
+    "adapt_image",
+    "adapt_signal",
+    "adaptive_pixelization",
     "adaptive_weights",
     "kmeans_vertices",
     "log_evidence",

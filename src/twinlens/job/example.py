@@ -26,6 +26,7 @@ import numpy as np
 
 from twinlens import memo
 from twinlens.grids import Grid2D
+from twinlens.imaging.dataset import Imaging as ImagingData
 from twinlens.imaging.dataset import simulate
 from twinlens.imaging.psf import PSF
 from twinlens.lensing.tracer import Galaxy, Tracer
@@ -34,6 +35,7 @@ from twinlens.mass import SIE, ExternalShear
 
 __all__ = [
     "EXAMPLE_SEARCH",
+    "PIXELISED_IMAGING",
     "PIXELISED_SEARCH",
     "PIXELISED_TRUTH",
     "PRIORS",
@@ -41,6 +43,7 @@ __all__ = [
     "TRUTH",
     "example_tracer",
     "pixelised_example_tracer",
+    "simulate_example_dataset",
     "write_example",
     "write_pixelised_example",
 ]
@@ -295,21 +298,27 @@ def simulate_example_files(
     the path its ``fit.toml`` is to take (an existing one is a FileExistsError unless
     ``overwrite``). The one home of every built-in example's data."""
     config = example_config_path(directory, overwrite)
-    pixel_scale = imaging.pixel_scale
-    grid = Grid2D.uniform(imaging.n_pix, pixel_scale, 4)
-    psf = PSF.gaussian(imaging.psf_fwhm, pixel_scale, imaging.psf_size)
-    # a one-off image: nothing to memoise, and numpy spares a compile (half a minute cold)
-    with memo.disabled():
-        dataset = simulate(tracer, grid, psf, noise_sigma=imaging.noise, seed=seed, backend="numpy")
+    dataset = simulate_example_dataset(tracer, imaging, seed=seed)
     from twinlens.imaging import fits_io
 
     for name, image in (
         ("data", dataset.data),
         ("noise_map", dataset.noise_map),
-        ("psf", psf.kernel),
+        ("psf", dataset.psf.kernel),
     ):
-        fits_io.write_image(config.parent / f"{name}.fits", image, pixel_scale, overwrite)
+        fits_io.write_image(config.parent / f"{name}.fits", image, imaging.pixel_scale, overwrite)
     return config
+
+
+def simulate_example_dataset(tracer: Tracer, imaging: Imaging, *, seed: int) -> ImagingData:
+    """``tracer`` observed as ``imaging`` says, with 4 x 4 sub-pixels (finer than any fit's)
+    and Gaussian noise seeded by ``seed``, unmasked: the data of :func:`simulate_example_files`
+    (and of ``benchmarks/pixelised_bias.py``, which fits them without the FITS round trip)."""
+    grid = Grid2D.uniform(imaging.n_pix, imaging.pixel_scale, 4)
+    psf = PSF.gaussian(imaging.psf_fwhm, imaging.pixel_scale, imaging.psf_size)
+    # a one-off image: nothing to memoise, and numpy spares a compile (half a minute cold)
+    with memo.disabled():
+        return simulate(tracer, grid, psf, noise_sigma=imaging.noise, seed=seed, backend="numpy")
 
 
 def write_example_files(
@@ -389,6 +398,8 @@ def write_example(
 
 PIX_N_PIX, PIX_PIXEL_SCALE, PIX_SUB_SIZE, PIX_NOISE, PIX_MASK_RADIUS = 40, 0.1, 2, 0.06, 1.8
 PIX_PSF_FWHM, PIX_PSF_SIZE = 0.15, 7
+#: How the pixelised example's data are taken.
+PIXELISED_IMAGING = Imaging(PIX_N_PIX, PIX_PIXEL_SCALE, PIX_PSF_FWHM, PIX_PSF_SIZE, PIX_NOISE)
 #: Overlay grid of the Delaunay mesh's vertices (those inside the mask: about 200).
 PIX_MESH_SHAPE = (15, 15)
 
@@ -465,7 +476,6 @@ def write_pixelised_example(
 ) -> Path:
     """Simulate the pixelised example into ``directory`` and write the ``fit.toml`` that fits
     it with a pixelised source; returns the path of ``fit.toml``."""
-    imaging = Imaging(PIX_N_PIX, PIX_PIXEL_SCALE, PIX_PSF_FWHM, PIX_PSF_SIZE, PIX_NOISE)
     return write_example_files(
         directory,
         lambda chosen: pixelised_config_text(chosen, backend),
@@ -473,5 +483,5 @@ def write_pixelised_example(
         seed=seed,
         search=search,
         overwrite=overwrite,
-        scene=(pixelised_example_tracer(), imaging),
+        scene=(pixelised_example_tracer(), PIXELISED_IMAGING),
     )
