@@ -161,3 +161,19 @@ def test_a_copy_imports_the_globals_it_reads_and_binds_aliases():
     assert "from twinlens.inversion.nnls import TOLERANCE" in source
     assert "_passive_solve = _passive_solve_loops" in source
     assert "nnls.py" in source.splitlines()[1]  # the fingerprint covers the module it copies
+
+
+def test_a_copy_fingerprints_the_files_of_the_helpers_it_imports(tmp_path, monkeypatch):
+    """A copied function calling a helper from another twinlens module: that module's file is
+    part of the fingerprint, so editing the helper recompiles the copy."""
+    (tmp_path / "copy_me.py").write_text(
+        "from twinlens.inversion.border import kernel_radius\n\nprange = range\n\n\n"
+        "def f(d2, radii):\n    return kernel_radius(d2, radii)\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("copy_me")
+    source = kernel_compile.numba_copy_source(module, ("f",))
+    assert "from copy_me import kernel_radius" in source
+    fingerprint_line = source.splitlines()[1]
+    assert "border.py" in fingerprint_line and "copy_me.py" in fingerprint_line

@@ -118,7 +118,7 @@ def _imports(
         imports += [
             f"{alias} = njit(",
             f'    getattr({alias}_source, "_numba_impl", {alias}_source), error_model="numpy", '
-            f"{option}",
+            + option,
             ")",
         ]
     return imports, modules
@@ -150,7 +150,7 @@ def numba_copy_source(
     aliases = aliases or {}
     own = set(functions) | set(aliases) | {"np", "njit", "prange"}
     sources = [inspect.getsource(getattr(module, name)) for name in functions]
-    imports = []
+    imports, modules = [], [module.__name__]
     for name in sorted(_global_names(getattr(module, f) for f in functions) - own):
         value = vars(module).get(name)
         if isinstance(value, ModuleType):
@@ -158,6 +158,9 @@ def numba_copy_source(
             imports.append(f"import {value.__name__}{alias}")
         elif name in vars(module):
             imports.append(f"from {module.__name__} import {name}")
+            # a helper defined elsewhere in the package: its file joins the fingerprint
+            home = getattr(value, "__module__", None) or ""
+            modules += [home] if home.startswith("twinlens.") else []
     cache_flag = numba_runtime.cache_enabled()
     compiled = [
         f"{name} = njit(parallel={'prange(' in text}, cache={cache_flag}, "
@@ -166,9 +169,7 @@ def numba_copy_source(
     ]
     compiled += [f"{alias} = {target}" for alias, target in aliases.items()]
     definitions = "\n\n".join(sources) + "\n\n# compiled copies\n" + "\n".join(compiled)
-    return _module_source(
-        f"numba copies of {module.__name__}", [module.__name__], imports, definitions
-    )
+    return _module_source(f"numba copies of {module.__name__}", modules, imports, definitions)
 
 
 def numba_copy(
