@@ -17,6 +17,7 @@ import numpy as np
 prange = range  # numba's prange in the compiled copy, whose template imports it
 
 _FUNCTIONS = (
+    "border_radii",
     "relocate_loop",
     "relocate_smooth_loop",
     "k_nearest_point",
@@ -31,9 +32,9 @@ _FUNCTIONS = (
 )
 
 
-def relocate_loop(px, py, bx, by, out_x, out_y):
-    """Border relocation (twinlens.inversion.border.relocate) of points ``(px, py)``
-    against border points ``(bx, by)``, written into ``out_x, out_y``."""
+def border_radii(bx, by):
+    """The border's origin (the mean of its points ``(bx, by)``), each border point's distance
+    from it and the smallest: ``(ox, oy, rb, rmin)``."""
     nb = bx.shape[0]
     ox = 0.0
     oy = 0.0
@@ -47,6 +48,13 @@ def relocate_loop(px, py, bx, by, out_x, out_y):
     for k in range(nb):
         rb[k] = math.sqrt((bx[k] - ox) ** 2 + (by[k] - oy) ** 2)
         rmin = min(rmin, rb[k])
+    return ox, oy, rb, rmin
+
+
+def relocate_loop(px, py, bx, by, out_x, out_y):
+    """Border relocation (twinlens.inversion.border.relocate) of points ``(px, py)``
+    against border points ``(bx, by)``, written into ``out_x, out_y``."""
+    ox, oy, rb, rmin = border_radii(bx, by)
     for i in prange(px.shape[0]):
         dx = px[i] - ox
         dy = py[i] - oy
@@ -56,7 +64,7 @@ def relocate_loop(px, py, bx, by, out_x, out_y):
         if r > rmin:
             best = 0
             best_d = math.inf
-            for k in range(nb):
+            for k in range(bx.shape[0]):
                 d = (px[i] - bx[k]) ** 2 + (py[i] - by[k]) ** 2
                 if d < best_d:
                     best_d = d
@@ -91,19 +99,7 @@ def relocate_smooth_loop(px, py, bx, by, m, out_x, out_y):
     """The smooth border relocation (twinlens.inversion.border.relocate, ``rule="smooth"``) of
     points ``(px, py)`` against border points ``(bx, by)`` with ``m = k + 1`` neighbours,
     written into ``out_x, out_y``; the kernel is border.kernel_radius's arithmetic."""
-    nb = bx.shape[0]
-    ox = 0.0
-    oy = 0.0
-    for k in range(nb):
-        ox += bx[k]
-        oy += by[k]
-    ox /= nb
-    oy /= nb
-    rb = np.empty(nb)
-    rmin = math.inf
-    for k in range(nb):
-        rb[k] = math.sqrt((bx[k] - ox) ** 2 + (by[k] - oy) ** 2)
-        rmin = min(rmin, rb[k])
+    ox, oy, rb, rmin = border_radii(bx, by)
     for i in prange(px.shape[0]):
         dx = px[i] - ox
         dy = py[i] - oy
