@@ -16,8 +16,8 @@ radius ``R(p)`` found for it moves radially onto that radius,
   continuous in the point's and the border's positions, hence in the lens parameters;
 * ``"nearest"`` (autolens'): a point at ``r > min(r_b)`` takes the radius of its nearest
   border point. Where two border points of different radii are equally near, ``R`` jumps, and
-  so does a relocated point (by about the spread of the border radii, ~0.02" on the example
-  lens); the evidence then jumps too (see :doc:`/pixelised`, "Continuity").
+  so does a relocated point (by about the spread of the border radii); the evidence then
+  jumps too (measured in :doc:`/pixelised`, "Continuity and gradient searches").
 
 Either way a point exactly on its radius stays where it is, so the map is continuous where
 ``R`` is, and its derivatives are finite wherever the point moves (``r > 0`` there).
