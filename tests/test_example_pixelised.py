@@ -1,8 +1,10 @@
 """The pixelised variant of the built-in example, end to end (slow: a few minutes on 2 cores).
 
 ``twinlens fit --example pixelised --quick`` simulates an irregular source behind an SIE plus
-shear, fits it with a Delaunay pixelisation scored by the evidence, and writes the results. The
-truth is independent of the fit: the effective Einstein radius of the simulated lens."""
+shear and fits it in two stages scored by the evidence: a Delaunay pixelisation with one
+regularisation coefficient, then an adaptive-density lattice whose regularisation adapts to the
+first stage's source. The truths are independent of the fit: the simulated lens's parameters
+and its effective Einstein radius."""
 
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ def test_example_configuration_reads_and_scores(tmp_path):
     from twinlens.search import Objective
 
     path = example.write_pixelised_example(tmp_path, search={"name": "nautilus", "n_live": 50})
-    config = load_config(path)
+    assert load_config(path).adapt.config == tmp_path / "stage1.toml"
+    config = load_config(tmp_path / "stage1.toml")
     assert config.model.tracer.sources[0].pixelization is not None
     assert config.model.paths[-1] == "sources[0].pixelization.regularization.coefficient"
     objective = Objective.build(config.model, config.dataset, "numba")
@@ -41,6 +44,15 @@ def test_pixelised_example_recovers_the_einstein_radius(tmp_path):
     assert cli.main(args) == 0
     folder = out / "fit_output"
     record = json.loads((folder / "result.json").read_text())
+    assert record["adapted_from"]["config"] == str(out / "stage1.toml")
+    # every lens parameter's truth inside its 95% interval (the equal-weight samples')
+    header = (folder / "samples.csv").read_text().splitlines()[0].split(",")
+    samples = np.loadtxt(folder / "samples.csv", delimiter=",", skiprows=1)
+    for path, truth in example.PIXELISED_TRUTH.items():
+        if path not in header:
+            continue  # fixed (the lens centre)
+        lo, hi = np.percentile(samples[:, header.index(path)], [2.5, 97.5])
+        assert lo < truth < hi, (path, truth, lo, hi)
     theta = record["derived"]["einstein_radius"]
     truth = example.pixelised_example_tracer().einstein_radius()
     sigma = 0.5 * (theta["upper_68"] - theta["lower_68"])

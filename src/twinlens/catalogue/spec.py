@@ -273,9 +273,14 @@ def load_catalogue(path: str | Path, backend: str | None = None) -> Catalogue:
     backend = backend or data.get("backend")
     for task in tasks:
         try:
-            parse_config(task.config, task.base, backend, read_data=False)
+            checked = parse_config(task.config, task.base, backend, read_data=False)
         except ConfigError as err:
             raise CatalogueError(f"lens {task.id}: {err}") from None
+        if checked.adapt is not None:  # its first stage's folder is not the catalogue's
+            raise CatalogueError(
+                f"lens {task.id}: {checked.adapt.where}.adapt: a catalogue's lenses cannot "
+                "adapt to an earlier stage; fit a staged lens with twinlens fit"
+            )
     output = Path(str(data.get("output", f"{path.stem}_output")))
     cluster = data.get("cluster", {})
     if not isinstance(cluster, dict):

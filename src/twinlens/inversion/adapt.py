@@ -22,6 +22,7 @@ on every mesh, also on noise-free data; weights from a first fit's adapt image r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -128,7 +129,8 @@ def adaptive_pixelization(
         ``lambda`` (free there as before).
     """
     image = adapt_image(fit) if image is None else image
-    probe = Pixelization(mesh, Constant(1.0), fit.pixelization.positive)
+    # the previous fit's other choices (positive, relocation) stay
+    probe = dataclasses.replace(fit.pixelization, mesh=mesh, regularization=Constant(1.0))
     on_mesh = FitPixelised(fit.dataset, fit.tracer, probe, fit.backend, fit.lens_light)
     signal = adapt_signal(on_mesh, image)
     if tune:
@@ -136,7 +138,7 @@ def adaptive_pixelization(
         inner = 1.0
     weights = adaptive_weights(signal, inner, outer, signal_scale)
     regularization = AdaptiveBrightness(coefficient, pixel_weights=weights)
-    return Pixelization(mesh, regularization, fit.pixelization.positive)
+    return dataclasses.replace(probe, regularization=regularization)
 
 
 #: Bounds of :func:`tune_adaptive`'s search: log10 of the regularisation's strength where the
@@ -158,13 +160,11 @@ def tune_adaptive(fit: FitPixelised, signal: Any) -> tuple[float, float, float]:
     """
     from scipy.optimize import minimize, minimize_scalar
 
-    mesh, positive = fit.pixelization.mesh, fit.pixelization.positive
-
     def cost(p: np.ndarray) -> float:
         outer = 10.0 ** (0.5 * (p[1] - p[0]))
         weights = adaptive_weights(signal, 1.0, outer, 10.0 ** p[2])
         reg = AdaptiveBrightness(10.0 ** p[0], pixel_weights=weights)
-        pix = Pixelization(mesh, reg, positive)
+        pix = dataclasses.replace(fit.pixelization, regularization=reg)
         value = FitPixelised(fit.dataset, fit.tracer, pix, fit.backend, fit.lens_light)
         e = float(value.log_evidence)
         return -e if math.isfinite(e) else math.inf

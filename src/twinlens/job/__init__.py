@@ -43,12 +43,19 @@ def run_fit(
     a line saying what changed (:mod:`twinlens.job.freshness`); its checkpoint stays when the
     change lets the search go on from it. A failed COOLEST export raises
     :class:`~twinlens.job.results.ExportFailed` once every other file is written.
+
+    A pixelised source whose regularisation adapts to an earlier fit (``adapt``) has that
+    fit run first, or reused when it is finished and up to date
+    (:func:`~twinlens.job.stages.resolve_stages`).
     """
     from twinlens.job.results import write_results
+    from twinlens.job.stages import resolve_stages
     from twinlens.search import search_from_config
     from twinlens.search.checkpoint import run_record
     from twinlens.search.stopping import stop_on_signals
 
+    stage = {"progress": progress, "plot": plot, "restart": restart, "hard_exit": hard_exit}
+    config = resolve_stages(config, **stage)
     folder = Path(output) if output is not None else Path(config.output)
     search = search_from_config(**config.search)
     objective = config.objective()

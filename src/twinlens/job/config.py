@@ -46,7 +46,7 @@ import numpy as np
 from twinlens.backend import BACKENDS, check_backend
 from twinlens.imaging.dataset import Imaging
 from twinlens.job.config_errors import ConfigError, _is_number, _show, _suggest, _toml_path
-from twinlens.job.config_pixelised import _check_pixelised
+from twinlens.job.config_pixelised import AdaptFrom, ReadContext, _check_pixelised
 from twinlens.job.config_point_source import (
     PointSourceConfig,
     _point_source,
@@ -78,12 +78,24 @@ class FitConfig:
     output: Path = Path("twinlens_fit")
     title: str = "twinlens fit"
     point_source: PointSourceConfig | None = None
+    # a pixelization whose weights an earlier fit gives (:mod:`twinlens.job.stages`): until
+    # run_fit has them the model holds a stand-in, which objective() refuses
+    adapt: AdaptFrom | None = None
+    # once it has them: where they came from, for result.json
+    adapted_from: dict | None = None
 
     def objective(self, backend: str | None = None) -> Any:
         """The :class:`~twinlens.search.Objective` this configuration defines (its model, data
         and point source) on ``backend`` (default: the configuration's): what
         :func:`~twinlens.job.run_fit` searches and what a finished fit's fingerprint is of."""
         from twinlens.search import Objective
+
+        if self.adapt is not None:
+            raise ConfigError(
+                f"{self.adapt.where}.adapt: this fit's regularisation weights come from the fit "
+                f"of {self.adapt.config}; run it with twinlens fit (run_fit), which runs that "
+                "stage first"
+            )
 
         ps = self.point_source
         likelihood = None if ps is None else ps.likelihood
@@ -312,7 +324,8 @@ def parse_config(
     # read first: a k-means source mesh clusters on the data's grid
     dataset = _dataset(data["dataset"], base, read_data) if imaging else None
     lenses = _galaxies(data.get("lens"), "lens", priors)
-    sources = _galaxies(data.get("source"), "source", priors, (dataset, base))
+    context = ReadContext(dataset, base)
+    sources = _galaxies(data.get("source"), "source", priors, context)
     if not imaging and "point_source" not in data:
         raise ConfigError(
             "nothing to fit: give a [dataset] (imaging), a [point_source] (image positions, "
@@ -352,6 +365,7 @@ def parse_config(
         output=output if output.is_absolute() else base / output,
         title=data.get("title", "twinlens fit"),
         point_source=ps_config,
+        adapt=context.stages[0] if context.stages else None,
     )
 
 

@@ -4,6 +4,7 @@ cannot go with one."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,38 @@ _MESH_KEYS = {
 }
 _REGULARIZATIONS = ("Constant", "Curvature", "AdaptiveBrightness")
 _PIXELIZATION_KEYS = ("type", "mesh", "regularization", "positive", "relocation")
+
+
+@dataclass(frozen=True)
+class AdaptFrom:
+    """A pixelization whose regularisation weights come from an earlier fit (a staged fit,
+    :mod:`twinlens.job.stages`): ``regularization = {type = "AdaptiveBrightness", adapt =
+    "stage1.toml", ...}``.
+
+    Attributes
+    ----------
+    pixelization : str
+        Its path in the tracer (``sources[0].pixelization``).
+    config : Path
+        The earlier stage's configuration file.
+    where : str
+        The TOML entry that names it, for messages.
+    """
+
+    pixelization: str
+    config: Path
+    where: str
+
+
+@dataclass
+class ReadContext:
+    """What building a source entry may need beyond its own table: the dataset (None when a
+    configuration is only checked) and the configuration's folder, which a k-means mesh
+    needs; ``stages`` collects the pixelizations that adapt to an earlier fit."""
+
+    dataset: Any = None
+    base: Path = Path(".")
+    stages: list[AdaptFrom] = field(default_factory=list)
 
 
 def _kmeans_settings(mesh: dict, here: str) -> dict:
@@ -62,7 +95,7 @@ def _kmeans_settings(mesh: dict, here: str) -> dict:
     return settings
 
 
-def _kmeans_mesh(settings: dict, here: str, data: Any, outside_hull: str) -> Any:
+def _kmeans_mesh(settings: dict, here: str, data: ReadContext, outside_hull: str) -> Any:
     """A Delaunay mesh whose image-plane vertices are the k-means clusters of a brightness
     image (:func:`~twinlens.inversion.kmeans_vertices`); without the data read (a
     configuration only checked) the brightness file is checked and the overlay mesh stands
@@ -70,7 +103,7 @@ def _kmeans_mesh(settings: dict, here: str, data: Any, outside_hull: str) -> Any
     from twinlens import inversion as pixelised
     from twinlens.imaging import fits_io
 
-    dataset, base = data if data is not None else (None, Path("."))
+    dataset, base = data.dataset, data.base
     name = settings["brightness"]
     path = None if name == "data" else Path(name) if Path(name).is_absolute() else base / name
     if path is not None and not path.is_file():
@@ -109,9 +142,11 @@ def _typed_table(raw: Any, here: str, choices: tuple, what: str) -> tuple[str, d
     return name, params
 
 
-def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = None) -> Any:
+def _pixelization(
+    params: dict, here: str, path: str, priors: dict, data: ReadContext | None = None
+) -> Any:
     """A ``type = "Pixelization"`` source light entry: its mesh and regularisation (``data``:
-    the dataset and the configuration's folder, which a k-means mesh needs)."""
+    see :class:`ReadContext`)."""
     from twinlens import inversion as pixelised
     from twinlens.inversion.conventions import RELOCATIONS
 
@@ -138,9 +173,10 @@ def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = 
             f"{here}.relocation = {_show(relocation)}: expected one of "
             f"{', '.join(map(repr, RELOCATIONS))}{_suggest(str(relocation), RELOCATIONS)}"
         )
+    data = data if data is not None else ReadContext()
     mesh = _mesh(params["mesh"], here, data)
     where = f"{here}.regularization"
-    regularization, reg_name = _regularization(params["regularization"], where, priors, path)
+    regularization, reg_name = _regularization(params["regularization"], where, priors, path, data)
     try:
         return pixelised.Pixelization(
             mesh, regularization, positive=positive, relocation=relocation
@@ -149,7 +185,7 @@ def _pixelization(params: dict, here: str, path: str, priors: dict, data: Any = 
         raise ConfigError(f"{where}.type = {_show(reg_name)}: {err}") from None
 
 
-def _mesh(table: Any, here: str, data: Any) -> Any:
+def _mesh(table: Any, here: str, data: ReadContext) -> Any:
     """The pixelization ``here``'s ``mesh`` table, checked and built (``data`` as
     :func:`_pixelization` takes it)."""
     from twinlens import inversion as pixelised
@@ -223,28 +259,47 @@ def _mesh_options(mesh_params: dict, here: str) -> dict:
     return out
 
 
-def _regularization(table: Any, where: str, priors: dict, path: str) -> tuple[Any, str]:
+def _regularization(
+    table: Any, where: str, priors: dict, path: str, data: ReadContext
+) -> tuple[Any, str]:
     """The ``regularization`` table at ``where``, checked and built, and its type's name; a
-    free coefficient registers its prior under the pixelization's ``path``."""
+    free coefficient registers its prior under the pixelization's ``path``. An
+    ``AdaptiveBrightness`` that adapts to an earlier fit (``adapt``) stands as ``Constant``
+    until :mod:`twinlens.job.stages` has that fit's weights, and is noted in ``data``."""
     from twinlens import inversion as pixelised
 
     reg_name, reg_params = _typed_table(table, where, _REGULARIZATIONS, "regularization")
     allowed: tuple[str, ...] = ("coefficient",)
     if reg_name == "AdaptiveBrightness":
-        allowed = ("coefficient", "pixel_weights")
+        allowed = ("coefficient", "pixel_weights", "adapt")
     values: dict[str, Any] = {}
     for key, raw in reg_params.items():
         if key not in allowed:
+            hint = ""
+            if key == "adapt":
+                hint = '; adapt sets AdaptiveBrightness weights: use type = "AdaptiveBrightness"'
             raise ConfigError(
                 f"{where}.{key}: {reg_name} regularization has no setting {key!r}; its settings "
-                f"are {', '.join(allowed)}{_suggest(key, allowed)}"
+                f"are {', '.join(allowed)}{hint or _suggest(key, allowed)}"
             )
         if key == "pixel_weights":
             if not (isinstance(raw, list) and raw and all(map(_is_number, raw))):
                 raise ConfigError(f"{where}.pixel_weights: expected a list of numbers >= 0")
             values[key] = np.asarray(raw, dtype=float)
+        elif key == "adapt":
+            data.stages.append(AdaptFrom(path, _stage_file(raw, where, data.base), where))
         else:
             values[key] = _value(raw, f"{where}.{key}", priors, f"{path}.regularization.{key}")
+    if reg_name == "AdaptiveBrightness":
+        if ("adapt" in reg_params) == ("pixel_weights" in reg_params):
+            raise ConfigError(
+                f"{where}: AdaptiveBrightness needs its weights from one place: adapt = "
+                '"stage1.toml" (an earlier fit of the same data, run first when it has not '
+                "been) or pixel_weights = [...] (one per source pixel), not "
+                f"{'both' if 'adapt' in reg_params else 'neither'}"
+            )
+        if "adapt" in reg_params:
+            reg_name = "Constant"  # until the earlier fit gives the weights
     try:
         regularization = getattr(pixelised, reg_name)(**values)
     except (TypeError, ValueError) as err:
@@ -253,6 +308,20 @@ def _regularization(table: Any, where: str, priors: dict, path: str) -> tuple[An
             f"{where}.{key} = {_show(reg_params.get(key, reg_name))}: {err}"
         ) from None
     return regularization, reg_name
+
+
+def _stage_file(raw: Any, where: str, base: Path) -> Path:
+    """``adapt``'s configuration file, checked to exist (relative to ``base``)."""
+    if not isinstance(raw, str) or not raw.endswith(".toml"):
+        raise ConfigError(
+            f"{where}.adapt = {_show(raw)}: expected the path of an earlier fit's configuration "
+            'file in quotes, such as "stage1.toml"'
+        )
+    path = Path(raw).expanduser()
+    path = path if path.is_absolute() else base / path
+    if not path.is_file():
+        raise ConfigError(f"{where}.adapt = {_show(raw)}: no such file {path}")
+    return path.resolve()
 
 
 def _check_pixelised(tracer: Tracer, priors: dict) -> None:

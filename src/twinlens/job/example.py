@@ -390,18 +390,23 @@ def write_example(
 # -- the pixelised variant ------------------------------------------------------------------
 #
 # An SIE plus external shear lensing an irregular source (an elliptical Sersic and two compact
-# Gaussian clumps), fitted with a pixelised source on a Delaunay mesh: 8 free parameters (the
-# lens's 7 and the regularisation coefficient), the likelihood the Bayesian evidence of the
-# source inversion. Coarser than the parametric example (0.1" pixels, 40 x 40) and with the
-# lens centre fixed (as if measured on the lens light), so that a fit takes a few minutes on two
-# cores: 6 free parameters.
+# Gaussian clumps), fitted with a pixelised source in two stages (twinlens.job.stages): a
+# Delaunay mesh with one regularisation coefficient first, then an adaptive-density lattice
+# whose regularisation adapts to the first stage's source (one coefficient alone biases the
+# lens model of a clumpy source, docs/pixelised.rst). The likelihood is the Bayesian evidence
+# of the source inversion. Coarser than the parametric example (0.1" pixels, 40 x 40) and with
+# the lens centre fixed (as if measured on the lens light), so that each stage takes a few
+# minutes on two cores: 6 free parameters (the lens's 5 and the regularisation coefficient).
 
 PIX_N_PIX, PIX_PIXEL_SCALE, PIX_SUB_SIZE, PIX_NOISE, PIX_MASK_RADIUS = 40, 0.1, 2, 0.06, 1.8
 PIX_PSF_FWHM, PIX_PSF_SIZE = 0.15, 7
 #: How the pixelised example's data are taken.
 PIXELISED_IMAGING = Imaging(PIX_N_PIX, PIX_PIXEL_SCALE, PIX_PSF_FWHM, PIX_PSF_SIZE, PIX_NOISE)
-#: Overlay grid of the Delaunay mesh's vertices (those inside the mask: about 200).
+#: Overlay grid of the first stage's Delaunay mesh's vertices (those inside the mask: about
+#: 200).
 PIX_MESH_SHAPE = (15, 15)
+#: The second stage's adaptive-density lattice.
+PIX_ADAPT_SHAPE = (20, 20)
 
 #: Nautilus settings of the pixelised example (``--quick``: fewer live points).
 PIXELISED_SEARCH = {"n_live": 80, "n_eff": 400, "n_networks": 1}
@@ -438,12 +443,10 @@ def _free_pix(path: str) -> dict:
     return {kind: args}
 
 
-def pixelised_config_text(search: dict, backend: str, output: str = "fit_output") -> str:
-    """The pixelised example's ``fit.toml``."""
+def _pixelised_lens_lines() -> list[str]:
     sie, shear, t = "lenses[0].mass[0]", "lenses[0].mass[1]", PIXELISED_TRUTH
-    coefficient = _free_pix("sources[0].pixelization.regularization.coefficient")
     pair = lambda path: _toml([_free_pix(f"{path}[0]"), _free_pix(f"{path}[1]")])  # noqa: E731
-    lines = [
+    return [
         "[[lens]]",
         "[[lens.mass]]",
         'type = "SIE"',
@@ -458,12 +461,35 @@ def pixelised_config_text(search: dict, backend: str, output: str = "fit_output"
         "[[source]]",
         "[[source.light]]  # the source reconstructed on a mesh; the likelihood is the evidence",
         'type = "Pixelization"',
+    ]
+
+
+def pixelised_stage1_text(search: dict, backend: str, output: str = "stage1_output") -> str:
+    """The pixelised example's ``stage1.toml``: a Delaunay mesh with one regularisation
+    coefficient, whose fit gives the second stage its adapt image."""
+    coefficient = _free_pix("sources[0].pixelization.regularization.coefficient")
+    lines = [
+        *_pixelised_lens_lines(),
         f'mesh = {{type = "Delaunay", shape = {_toml(list(PIX_MESH_SHAPE))}}}',
         f'regularization = {{type = "Constant", coefficient = {_toml(coefficient)}}}',
     ]
-    title = "twinlens example: SIE + shear, irregular source on a Delaunay mesh"
-    dataset = (PIX_SUB_SIZE, PIX_MASK_RADIUS)
-    return config_document(title, backend, output, search, lines, dataset)
+    title = "twinlens example, stage 1: SIE + shear, irregular source on a Delaunay mesh"
+    return config_document(title, backend, output, search, lines, (PIX_SUB_SIZE, PIX_MASK_RADIUS))
+
+
+def pixelised_config_text(search: dict, backend: str, output: str = "fit_output") -> str:
+    """The pixelised example's ``fit.toml``: an adaptive-density lattice whose regularisation
+    adapts to the fit of ``stage1.toml`` (run first, :mod:`twinlens.job.stages`)."""
+    coefficient = _toml(_free_pix("sources[0].pixelization.regularization.coefficient"))
+    lines = [
+        *_pixelised_lens_lines(),
+        f'mesh = {{type = "RectangularAdaptDensity", shape = {_toml(list(PIX_ADAPT_SHAPE))}}}',
+        "# weights from stage1.toml's source (fitted first when it has not been), lambda free",
+        f'regularization = {{type = "AdaptiveBrightness", coefficient = {coefficient}, '
+        'adapt = "stage1.toml"}',
+    ]
+    title = "twinlens example: SIE + shear, irregular source, adaptive pixelised source"
+    return config_document(title, backend, output, search, lines, (PIX_SUB_SIZE, PIX_MASK_RADIUS))
 
 
 def write_pixelised_example(
@@ -475,8 +501,12 @@ def write_pixelised_example(
     overwrite: bool = False,
 ) -> Path:
     """Simulate the pixelised example into ``directory`` and write the ``fit.toml`` that fits
-    it with a pixelised source; returns the path of ``fit.toml``."""
-    return write_example_files(
+    it with a pixelised source in two stages (and ``stage1.toml``, its first); returns the
+    path of ``fit.toml``."""
+    stage1 = Path(directory) / "stage1.toml"
+    if stage1.exists() and not overwrite:
+        raise FileExistsError(f"{stage1} exists; pass overwrite=True (--overwrite) to replace it")
+    path = write_example_files(
         directory,
         lambda chosen: pixelised_config_text(chosen, backend),
         PIXELISED_SEARCH,
@@ -485,3 +515,6 @@ def write_pixelised_example(
         overwrite=overwrite,
         scene=(pixelised_example_tracer(), PIXELISED_IMAGING),
     )
+    chosen = search or {"name": "nautilus", **PIXELISED_SEARCH, "seed": seed}
+    stage1.write_text(pixelised_stage1_text(chosen, backend))
+    return path

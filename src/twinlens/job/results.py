@@ -356,6 +356,8 @@ def _record(
             path: float(get_path(best.solved, path)) for path in parameter_paths(best.solved)
         },
         "info": _diagnostics(result.info),
+        # a staged fit: which earlier fit set its adaptive regularisation (twinlens.job.stages)
+        "adapted_from": getattr(config, "adapted_from", None),
         # coolest.json, or why it is missing
         "coolest": files["coolest"].name if "coolest" in files else note,
         "fingerprint": fingerprint,
