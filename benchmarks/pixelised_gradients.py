@@ -1,5 +1,7 @@
 """Gradient searches on a pixelised source against nautilus: the pixelised example's data,
-fitted with nautilus (numba) and with JAX's MAP and NUTS, on one mesh.
+fitted with nautilus (numba) and with JAX's MAP and NUTS, on one mesh: the example's first
+stage with its mesh and regularisation replaced, or (``--staged``) the example's own second
+stage, its adaptive weights made from its first stage's nautilus fit (run once).
 
 Prints, per search, the posterior mean and width of every parameter and, for NUTS, how far
 its means lie from nautilus's (in nautilus sigmas) and the ratio of its widths; then the JAX
@@ -8,6 +10,7 @@ search's wall time.
 
     python benchmarks/pixelised_gradients.py --quick
     python benchmarks/pixelised_gradients.py --mesh RectangularAdaptDensity --shape 20 20
+    python benchmarks/pixelised_gradients.py --staged
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 from twinlens.backend import jax_runtime
 from twinlens.job.config import load_config
 from twinlens.job.example import write_pixelised_example
+from twinlens.job.stages import resolve_stages
 from twinlens.search import search_from_config
 
 MESH_LINE = re.compile(r"^mesh = .*$", re.MULTILINE)
@@ -31,13 +35,24 @@ REG_TYPE = re.compile(r'^(regularization = \{type = )"Constant"', re.MULTILINE)
 
 
 def _config_file(folder: Path, args: argparse.Namespace) -> Path:
-    """The pixelised example's data and fit.toml in ``folder``, with the mesh, regularisation
-    and relocation replaced."""
-    path = write_pixelised_example(folder, seed=1)
+    """The pixelised example's data in ``folder`` and the configuration to fit: its fit.toml
+    (``--staged``), or its stage1.toml with the mesh, regularisation and relocation
+    replaced."""
+    staged = write_pixelised_example(folder, seed=1)
+    if args.staged:
+        return staged
     mesh = f'mesh = {{type = "{args.mesh}", shape = {list(args.shape)}}}'
-    text = MESH_LINE.sub(f'{mesh}\nrelocation = "{args.relocation}"', path.read_text())
+    text = (folder / "stage1.toml").read_text()
+    text = MESH_LINE.sub(f'{mesh}\nrelocation = "{args.relocation}"', text)
+    path = folder / "one_stage.toml"
     path.write_text(REG_TYPE.sub(rf'\1"{args.regularization}"', text))
     return path
+
+
+def _objective(path: Path, backend: str) -> object:
+    """The configuration's objective on ``backend``, its stages resolved (the first stage's fit
+    run once, then reused)."""
+    return resolve_stages(load_config(path, backend=backend), progress=False).objective()
 
 
 def _moments(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -48,7 +63,7 @@ def _moments(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _gradient_times(path: Path, repeats: int) -> dict:
     """The JAX objective's first value-and-gradient (compile included) and its steady time."""
     jax = jax_runtime.load()  # float64 on
-    objective = load_config(path, backend="jax").objective()
+    objective = _objective(path, "jax")
     start = np.asarray(objective.model.start, dtype=float)
     grad = jax.jit(jax.value_and_grad(objective.jax_log_likelihood))
     t0 = time.perf_counter()
@@ -64,7 +79,7 @@ def _gradient_times(path: Path, repeats: int) -> dict:
 
 
 def _run(path: Path, backend: str, settings: dict) -> tuple[object, float]:
-    objective = load_config(path, backend=backend).objective()
+    objective = _objective(path, backend)
     search = search_from_config(**settings)
     t0 = time.perf_counter()
     result = search.run(objective, None, progress=False)
@@ -98,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", type=int, nargs=2, default=[18, 18])
     parser.add_argument("--regularization", default="Constant")
     parser.add_argument("--relocation", default="smooth", choices=["smooth", "nearest"])
+    parser.add_argument("--staged", action="store_true", help="the example's second stage")
     parser.add_argument("--quick", action="store_true", help="fewer live points and samples")
     args = parser.parse_args(argv)
     quick = args.quick

@@ -253,3 +253,21 @@ def test_numba_threads_are_shared_out_and_set_in_the_task_thread():
     worker.start()
     worker.join()
     assert seen == [1]
+
+
+def test_a_catalogue_lens_that_adapts_to_an_earlier_stage_is_refused(tmp_path):
+    """A staged fit's first stage has its own output folder, outside the catalogue's: refused
+    when the catalogue is read, before anything runs."""
+    path = _catalogue(tmp_path, CSV.replace("broken,lens/missing.fits", "c,lens/data.fits"))
+    source = TEMPLATE[TEMPLATE.index("[[source]]") :]
+    (tmp_path / "stage1.toml").write_text("")  # only its presence is checked here
+    staged = (
+        '[[source]]\n[[source.light]]\ntype = "Pixelization"\n'
+        'mesh = {type = "Rectangular", shape = [8, 8]}\n'
+        'regularization = {type = "AdaptiveBrightness", coefficient = 1.0, '
+        'adapt = "stage1.toml"}\n'
+    )
+    (tmp_path / "template.toml").write_text(TEMPLATE.replace(source, staged))
+    with pytest.raises(CatalogueError) as err:
+        load_catalogue(path)
+    assert "lens a: source[0].light[0].regularization.adapt" in str(err.value)

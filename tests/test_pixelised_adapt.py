@@ -145,3 +145,24 @@ def test_untuned_adaptive_pixelization_uses_the_weights_given():
     expected = adaptive_weights(adapt_signal(first, adapt_image(first)), 2.0, 30.0, 1.0)
     np.testing.assert_allclose(pix.regularization.pixel_weights, expected)
     assert pix.regularization.coefficient == 0.3 and pix.mesh is mesh
+
+
+def test_a_unit_coefficient_is_the_same_regularisation():
+    """unit_coefficient moves the tuned coefficient into the weights: the same R, so the same
+    evidence (to rounding), with lambda = 1."""
+    mesh = RectangularAdaptDensity((10, 10))
+    fit = FitPixelised(small_dataset(), lens_tracer(), Pixelization(mesh, Constant(1.0)), "numba")
+    options = {"tune": False, "outer": 30.0, "coefficient": 0.3}
+    tuned = adaptive_pixelization(fit, mesh, **options)
+    unit = adaptive_pixelization(fit, mesh, **options, unit_coefficient=True)
+    assert unit.regularization.coefficient == 1.0
+    np.testing.assert_allclose(
+        unit.regularization.pixel_weights,
+        tuned.regularization.coefficient * tuned.regularization.pixel_weights,
+        rtol=1e-15,
+    )
+    evidences = [
+        float(FitPixelised(fit.dataset, fit.tracer, p, "numba").log_evidence) for p in (tuned, unit)
+    ]
+    # the same R to rounding; its log-determinant amplifies that to ~1e-9 relative
+    np.testing.assert_allclose(evidences[0], evidences[1], rtol=1e-8)

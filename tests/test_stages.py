@@ -125,6 +125,7 @@ def test_a_staged_fit_runs_its_first_stage_and_redoes_both_when_it_changes(tmp_p
         FitImaging(config.dataset, at_first, "numba").pixelised.inversion,
         get_path(config.model.tracer, "sources[0].pixelization").mesh,
         inversion.adapt_image(previous.pixelised.inversion),
+        unit_coefficient=True,
     )
     lens = {p: v for p, v in first["max_likelihood_model"].items() if p.startswith("lenses[")}
     assert second["adapted_from"]["lens"] == lens
@@ -134,6 +135,10 @@ def test_a_staged_fit_runs_its_first_stage_and_redoes_both_when_it_changes(tmp_p
     made = get_path(adapted.model.tracer, "sources[0].pixelization.regularization")
     np.testing.assert_array_equal(made.pixel_weights, expected.regularization.pixel_weights)
     assert type(made).__name__ == "AdaptiveBrightness"
+    # lambda = 1 is the tuned regularisation, and the search starts there
+    assert made.coefficient == 1.0 and adapted.model.start[-1] == 1.0
+    tuned = expected.regularization.pixel_weights
+    assert second["adapted_from"]["tuned_strengths"] == [tuned.min(), tuned.max()]
     assert "holds the finished fit" in capsys.readouterr().out  # up to date: reused
 
     # the user narrows a prior of stage 1: it is fitted again, and so is stage 2

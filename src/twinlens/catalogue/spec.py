@@ -205,6 +205,19 @@ def _check_ids(ids: list[str], source: str) -> None:
         seen.add(lens_id)
 
 
+def _check_lens_config(task: LensTask, backend: str | None) -> None:
+    """A lens's configuration, checked without reading its data."""
+    try:
+        checked = parse_config(task.config, task.base, backend, read_data=False)
+    except ConfigError as err:
+        raise CatalogueError(f"lens {task.id}: {err}") from None
+    if checked.adapt is not None:  # its first stage's folder is not the catalogue's
+        raise CatalogueError(
+            f"lens {task.id}: {checked.adapt.where}.adapt: a catalogue's lenses cannot adapt "
+            "to an earlier stage; fit a staged lens with twinlens fit"
+        )
+
+
 def load_catalogue(path: str | Path, backend: str | None = None) -> Catalogue:
     """Read and check a catalogue file (see the module documentation).
 
@@ -272,15 +285,7 @@ def load_catalogue(path: str | Path, backend: str | None = None) -> Catalogue:
             tasks.append(LensTask(lens_id, config, str(row_base), _truths(row, where)))
     backend = backend or data.get("backend")
     for task in tasks:
-        try:
-            checked = parse_config(task.config, task.base, backend, read_data=False)
-        except ConfigError as err:
-            raise CatalogueError(f"lens {task.id}: {err}") from None
-        if checked.adapt is not None:  # its first stage's folder is not the catalogue's
-            raise CatalogueError(
-                f"lens {task.id}: {checked.adapt.where}.adapt: a catalogue's lenses cannot "
-                "adapt to an earlier stage; fit a staged lens with twinlens fit"
-            )
+        _check_lens_config(task, backend)
     output = Path(str(data.get("output", f"{path.stem}_output")))
     cluster = data.get("cluster", {})
     if not isinstance(cluster, dict):

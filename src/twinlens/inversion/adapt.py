@@ -100,6 +100,7 @@ def adaptive_pixelization(
     outer: float = 100.0,
     signal_scale: float = 1.0,
     coefficient: float = 1.0,
+    unit_coefficient: bool = False,
 ) -> Pixelization:
     """A pixelization on ``mesh`` with :class:`~twinlens.inversion.AdaptiveBrightness`
     regularisation made from a previous fit (autolens' adapt stage): the weights are
@@ -121,12 +122,18 @@ def adaptive_pixelization(
         does; else use the values given.
     inner, outer, signal_scale, coefficient : float
         As :func:`~twinlens.inversion.adaptive_weights` and ``AdaptiveBrightness`` take them.
+    unit_coefficient : bool
+        Scale the weights by the coefficient and make the coefficient 1: the same
+        regularisation, with ``lambda = 1`` now meaning "as tuned", so that a prior on the
+        next fit's ``lambda`` is a range about the tuned strength (the tuned coefficient
+        alone can lie anywhere in :data:`TUNE_BOUNDS`, where the evidence is flat in the
+        bright end's strength).
 
     Returns
     -------
     Pixelization
-        Its weights fixed from now on; its ``coefficient`` is a start for the next fit's
-        ``lambda`` (free there as before).
+        Its weights fixed from now on; its ``coefficient`` (1 with ``unit_coefficient``) is a
+        start for the next fit's ``lambda`` (free there as before).
     """
     image = adapt_image(fit) if image is None else image
     # the previous fit's other choices (positive, relocation) stay
@@ -137,6 +144,8 @@ def adaptive_pixelization(
         coefficient, outer, signal_scale = tune_adaptive(on_mesh, signal)
         inner = 1.0
     weights = adaptive_weights(signal, inner, outer, signal_scale)
+    if unit_coefficient:
+        weights, coefficient = weights * coefficient, 1.0
     regularization = AdaptiveBrightness(coefficient, pixel_weights=weights)
     return dataclasses.replace(probe, regularization=regularization)
 

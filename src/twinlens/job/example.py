@@ -407,6 +407,8 @@ PIXELISED_IMAGING = Imaging(PIX_N_PIX, PIX_PIXEL_SCALE, PIX_PSF_FWHM, PIX_PSF_SI
 PIX_MESH_SHAPE = (15, 15)
 #: The second stage's adaptive-density lattice.
 PIX_ADAPT_SHAPE = (20, 20)
+#: The second stage's prior range of lambda (log-uniform), in units of the tuned strength.
+PIX_ADAPT_COEFFICIENT = (0.1, 10.0)
 
 #: Nautilus settings of the pixelised example (``--quick``: fewer live points).
 PIXELISED_SEARCH = {"n_live": 80, "n_eff": 400, "n_networks": 1}
@@ -480,11 +482,12 @@ def pixelised_stage1_text(search: dict, backend: str, output: str = "stage1_outp
 def pixelised_config_text(search: dict, backend: str, output: str = "fit_output") -> str:
     """The pixelised example's ``fit.toml``: an adaptive-density lattice whose regularisation
     adapts to the fit of ``stage1.toml`` (run first, :mod:`twinlens.job.stages`)."""
-    coefficient = _toml(_free_pix("sources[0].pixelization.regularization.coefficient"))
+    coefficient = _toml({"log_uniform": list(PIX_ADAPT_COEFFICIENT)})
     lines = [
         *_pixelised_lens_lines(),
         f'mesh = {{type = "RectangularAdaptDensity", shape = {_toml(list(PIX_ADAPT_SHAPE))}}}',
-        "# weights from stage1.toml's source (fitted first when it has not been), lambda free",
+        "# weights from stage1.toml's source (fitted first when it has not been), tuned by the",
+        "# evidence; lambda = 1 is the tuned regularisation, free within a decade of it",
         f'regularization = {{type = "AdaptiveBrightness", coefficient = {coefficient}, '
         'adapt = "stage1.toml"}',
     ]
@@ -499,10 +502,13 @@ def write_pixelised_example(
     search: dict | None = None,
     backend: str = "numba",
     overwrite: bool = False,
+    scene: tuple[Tracer, Imaging] | None = None,
 ) -> Path:
     """Simulate the pixelised example into ``directory`` and write the ``fit.toml`` that fits
     it with a pixelised source in two stages (and ``stage1.toml``, its first); returns the
-    path of ``fit.toml``."""
+    path of ``fit.toml``. ``scene`` replaces the example's lens, source and noise with others
+    fitted the same way (``benchmarks/pixelised_calibration.py``; the lens centre stays the
+    example's, fixed in the configuration)."""
     stage1 = Path(directory) / "stage1.toml"
     if stage1.exists() and not overwrite:
         raise FileExistsError(f"{stage1} exists; pass overwrite=True (--overwrite) to replace it")
@@ -513,7 +519,7 @@ def write_pixelised_example(
         seed=seed,
         search=search,
         overwrite=overwrite,
-        scene=(pixelised_example_tracer(), PIXELISED_IMAGING),
+        scene=scene or (pixelised_example_tracer(), PIXELISED_IMAGING),
     )
     chosen = search or {"name": "nautilus", **PIXELISED_SEARCH, "seed": seed}
     stage1.write_text(pixelised_stage1_text(chosen, backend))

@@ -120,10 +120,11 @@ def adapt_to(config: Any, first: Any, record: dict) -> Any:
     if fit is None:  # adapt is only read inside a pixelization
         raise AssertionError(f"{adapt.pixelization} is not a pixelization")
     pixelization = get_path(model.tracer, adapt.pixelization)
-    made = adaptive_pixelization(fit.inversion, pixelization.mesh, image)
-    coefficient = float(made.regularization.coefficient)
+    # coefficient 1 is the tuned regularisation: lambda's prior is a range about it
+    made = adaptive_pixelization(fit.inversion, pixelization.mesh, image, unit_coefficient=True)
+    tuned = made.regularization.pixel_weights
     tracer = set_paths(model.tracer, {adapt.pixelization: made}, False)
-    starts = {**lens, f"{adapt.pixelization}.regularization.coefficient": coefficient}
+    starts = {**lens, f"{adapt.pixelization}.regularization.coefficient": 1.0}
     tracer = set_paths(tracer, _inside_priors(model, starts), False)
     adapted = Model(tracer, model.priors, model.point_source)
     provenance = {
@@ -131,7 +132,8 @@ def adapt_to(config: Any, first: Any, record: dict) -> Any:
         "result": str(Path(first.output) / "result.json"),
         "stage_1_log_evidence": record.get("log_evidence"),
         "stage_1_max_log_likelihood": record.get("max_log_likelihood"),
-        "tuned_coefficient": coefficient,
+        # the tuned strengths of the regularisation where the source is brightest and darkest
+        "tuned_strengths": [float(tuned.min()), float(tuned.max())],
         "lens": lens,
     }
     return dataclasses.replace(config, model=adapted, adapt=None, adapted_from=provenance)
