@@ -140,7 +140,7 @@ def jax_case(case: str, repeats: int) -> None:
         single = like(like.reference, "jax")
         single_first_s = time.perf_counter() - t0
         single_steady = call_times(lambda: like(like.reference, "jax"), repeats, warmup=1)
-        jaxpr = jax.make_jaxpr(like._single_jax)(like.reference).jaxpr
+        jaxpr = jax.make_jaxpr(like.jax_log_likelihood)(like.reference).jaxpr
     emit(
         workload="W6",
         case=case,
@@ -219,9 +219,9 @@ def free_part_case(repeats: int) -> None:
         for name, (likelihood, on) in programs.items():
             memo.clear()
             with contextlib.nullcontext() if on else memo.disabled():
-                jaxpr = jax.make_jaxpr(likelihood._single_jax)(likelihood.reference).jaxpr
+                jaxpr = jax.make_jaxpr(likelihood.jax_log_likelihood)(likelihood.reference).jaxpr
                 eqns[name] = count_equations(jaxpr)
-                lowered = jax.jit(likelihood._single_jax).lower(likelihood.reference)
+                lowered = jax.jit(likelihood.jax_log_likelihood).lower(likelihood.reference)
                 t0 = time.perf_counter()
                 lowered.compile()
                 compile_s[name].append(time.perf_counter() - t0)

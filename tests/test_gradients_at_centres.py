@@ -131,7 +131,7 @@ def _likelihoods(free: tuple = FREE) -> tuple[ImagingLikelihood, ImagingLikeliho
 def _grad_programs(free: tuple) -> tuple:
     # compiled once per set of free parameters, whatever the vector
     like, held = _likelihoods(free)
-    return jax.jit(jax.grad(like._single_jax)), jax.jit(jax.grad(held._single_jax))
+    return jax.jit(jax.grad(like.jax_log_likelihood)), jax.jit(jax.grad(held.jax_log_likelihood))
 
 
 @cache

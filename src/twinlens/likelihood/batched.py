@@ -38,7 +38,7 @@ import numpy as np
 
 from twinlens import memo
 from twinlens.backend import resolve_backend
-from twinlens.backend.concrete import batched
+from twinlens.backend.concrete import any_jax, batched
 from twinlens.environment import env_number
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.imaging.dataset import Imaging
@@ -136,8 +136,13 @@ class ImagingLikelihood(ValueIdentity):
 
     # -- evaluation --------------------------------------------------------------------------
 
-    def __call__(self, vector: Any, backend: str | None = None) -> float:
-        """``log L`` at one parameter vector (``-inf`` outside the valid ranges)."""
+    def __call__(self, vector: Any, backend: str | None = None) -> Any:
+        """``log L`` at one parameter vector (``-inf`` outside the valid ranges): a float, or
+        for a JAX array or tracer a JAX scalar (:meth:`jax_log_likelihood`), so that
+        ``jax.jit(like)``, ``jax.grad(like)`` and ``jax.vmap(like)`` work."""
+        if any_jax(vector):
+            resolve_backend(backend, vector)  # refuses backend="numba" with a JAX input
+            return self.jax_log_likelihood(check_jax_vectors(vector, self.free, 1))
         backend = resolve_backend(backend)
         v = self._check_vectors(np.atleast_2d(np.asarray(vector, dtype=float)))[0]
         if backend == "jax":
@@ -160,8 +165,13 @@ class ImagingLikelihood(ValueIdentity):
         """``log L`` for each row of ``vectors (n_batch, n_params)``, as an ``(n_batch,)`` array.
 
         ``memory_budget`` (bytes) bounds the memory a chunk may use; ``chunk_size`` sets the
-        chunk directly. ``progress`` prints one line per chunk.
+        chunk directly. ``progress`` prints one line per chunk. JAX ``vectors`` (an array or a
+        tracer) give ``jax.vmap`` of :meth:`jax_log_likelihood`, traceable as a whole (under
+        ``jit``, ``grad``, or a sharded array), the settings unused.
         """
+        if any_jax(vectors):
+            resolve_backend(backend, vectors)
+            return jax_batch(self.jax_log_likelihood, check_jax_vectors(vectors, self.free, 2))
         backend = resolve_backend(backend)
         values = self._check_vectors(np.asarray(vectors, dtype=float))
         if chunk_size is None:
@@ -231,7 +241,11 @@ class ImagingLikelihood(ValueIdentity):
             values = np.concatenate([values, np.repeat(self.reference[None, :], size - n, 0)])
         return run_jax(_jax_batch(), self, values, vmap_width(), memo.enabled(), n=n)
 
-    def _single_jax(self, vector: Any, point_columns: Any = None) -> Any:
+    def jax_log_likelihood(self, vector: Any, point_columns: Any = None) -> Any:
+        """``log L`` of one vector ``(n_params,)`` as a JAX computation: jit-, grad- and
+        vmap-able, ``-inf`` outside the valid ranges (its gradient there is zero).
+        ``point_columns``: point images rendered by the caller
+        (:class:`~twinlens.likelihood.JointLikelihood`)."""
         from twinlens.backend import jax_runtime
 
         jnp = jax_runtime.load().numpy
@@ -356,7 +370,7 @@ def _counted(likelihood: Any) -> Any:
     non-negative least-squares solves ran out of steps (a program cannot warn; the caller
     does, with :func:`run_jax`), in one array: on a GPU every array read back is a round trip
     to the device, which cost more than a W5 evaluation itself (docs/benchmarks.rst)."""
-    counted = counting(likelihood._single_jax)
+    counted = counting(likelihood.jax_log_likelihood)
 
     def packed(vector: Any) -> Any:
         from twinlens.backend import jax_runtime
@@ -406,3 +420,26 @@ def _jax_batch():
 
     # the likelihood is static: it hashes by value, so one program per likelihood and shape
     return jax.jit(run, static_argnums=(0, 2, 3))
+
+
+def check_jax_vectors(vectors: Any, free: tuple, ndim: int) -> Any:
+    """JAX ``vectors`` as a float array of ``ndim`` dimensions with one column per free
+    parameter (shapes are static under tracing, so this checks traced inputs too)."""
+    from twinlens.backend import jax_runtime
+
+    jnp = jax_runtime.load().numpy
+    v = jnp.asarray(vectors, dtype=float)
+    if v.ndim != ndim or v.shape[-1] != len(free):
+        shape = f"({len(free)},)" if ndim == 1 else f"(n_batch, {len(free)})"
+        raise ValueError(
+            f"a JAX {'vector' if ndim == 1 else 'batch'} must have shape {shape} for the free "
+            f"parameters {free}, got {v.shape}"
+        )
+    return v
+
+
+def jax_batch(single: Callable[[Any], Any], vectors: Any) -> Any:
+    """``jax.vmap(single)(vectors)``: the JAX form of a likelihood's ``batch``."""
+    from twinlens.backend import jax_runtime
+
+    return jax_runtime.load().vmap(single)(vectors)

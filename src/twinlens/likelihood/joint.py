@@ -24,6 +24,7 @@ import numpy as np
 
 from twinlens import memo
 from twinlens.backend import resolve_backend
+from twinlens.backend.concrete import any_jax
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.imaging.dataset import Imaging
 from twinlens.imaging.point_images import (
@@ -41,8 +42,10 @@ from twinlens.likelihood.batched import (
     _jax_batch,
     _jax_single,
     batch_of_models,
+    check_jax_vectors,
     checked_rows,
     finite_or_minus_inf,
+    jax_batch,
     run_jax,
     vmap_width,
 )
@@ -185,15 +188,23 @@ class JointLikelihood(ValueIdentity):
 
     # -- evaluation ----------------------------------------------------------------------------
 
-    def __call__(self, vector: Any, backend: str | None = None) -> float:
-        """``log L`` at one vector (``-inf`` outside the valid ranges)."""
+    def __call__(self, vector: Any, backend: str | None = None) -> Any:
+        """``log L`` at one vector (``-inf`` outside the valid ranges): a float, or for a JAX
+        array or tracer a JAX scalar (:meth:`jax_log_likelihood`; jit-, grad-, vmap-able)."""
+        if any_jax(vector):
+            resolve_backend(backend, vector)
+            return self.jax_log_likelihood(check_jax_vectors(vector, self.free, 1))
         return float(self.batch(np.atleast_2d(np.asarray(vector, dtype=float)), backend)[0])
 
     def batch(self, vectors: Any, backend: str | None = None, **settings: Any) -> np.ndarray:
         """``log L`` of each row of ``vectors (n_batch, n_params)``, ``(n_batch,)``.
         ``settings`` (``memory_budget``, ``chunk_size``, ``progress``) go to the imaging
         likelihood's batches (with images that move, ``chunk_size`` alone: the rows per
-        rendering of their images)."""
+        rendering of their images). JAX ``vectors`` give ``jax.vmap`` of
+        :meth:`jax_log_likelihood`, traceable as a whole."""
+        if any_jax(vectors):
+            resolve_backend(backend, vectors)
+            return jax_batch(self.jax_log_likelihood, check_jax_vectors(vectors, self.free, 2))
         backend = resolve_backend(backend)
         values = self._check_vectors(np.asarray(vectors, dtype=float))
         if backend == "jax":
@@ -300,7 +311,7 @@ class JointLikelihood(ValueIdentity):
             return run_jax(_jax_single(), self, values[0], memo.enabled())
         return run_jax(_jax_batch(), self, values, vmap_width(), memo.enabled(), n=n)
 
-    def _single_jax(self, vector: Any) -> Any:
+    def jax_log_likelihood(self, vector: Any) -> Any:
         """``log L`` of one vector, JAX-traceable (``-inf`` outside the valid ranges)."""
         from twinlens.backend import jax_runtime
 
@@ -329,12 +340,12 @@ class JointLikelihood(ValueIdentity):
             point_columns = jnp.where(seen, point_columns, self._observed_columns())
             columns = self._tracer_columns
             tracer_vector = safe[jnp.asarray(columns)] if columns else imaging.reference
-            total = total + imaging._single_jax(tracer_vector, point_columns)
+            total = total + imaging.jax_log_likelihood(tracer_vector, point_columns)
             valid = valid & seen
         elif imaging is not None:
             columns = self._tracer_columns
             if columns:
-                total = total + imaging._single_jax(safe[jnp.asarray(columns)])
+                total = total + imaging.jax_log_likelihood(safe[jnp.asarray(columns)])
             else:
                 total = total + imaging(imaging.reference, "numba")
         return jnp.where(valid, total, -jnp.inf)

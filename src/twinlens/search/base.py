@@ -215,7 +215,7 @@ class Objective:
     def jax_log_likelihood(self, vector: Any) -> Any:
         """``log L`` of one vector as a JAX-traceable function (jit-, vmap- and grad-able;
         ``-inf`` outside the valid ranges)."""
-        return self.likelihood._single_jax(vector)
+        return self.likelihood.jax_log_likelihood(vector)
 
     def fingerprint(self) -> dict[str, str]:
         """What defines this objective, part by part, as text that is the same in every
