@@ -169,3 +169,11 @@ def test_adaptive_pixelization_keeps_the_first_fits_relocation(tmp_path):
     made = inversion.adaptive_pixelization(fit, inversion.Rectangular((8, 8)), tune=False)
     assert made.relocation == "nearest" and made.positive == pix.positive
     assert path.exists()
+
+
+def test_a_mistake_in_the_first_stage_names_its_file(tmp_path):
+    path = _example(tmp_path)
+    _replace_line(tmp_path / "stage1.toml", 'data = "data.fits"', 'data = "missing.fits"')
+    with pytest.raises(ConfigError) as err:
+        run_fit(load_config(path), progress=False, plot=False)
+    assert "stage1.toml" in str(err.value) and "missing.fits" in str(err.value)

@@ -54,7 +54,10 @@ def resolve_stages(config: Any, **run: Any) -> Any:
     if adapt is None:
         return config
     _check_chain(adapt)
-    first = load_config(adapt.config)
+    try:
+        first = load_config(adapt.config)
+    except ConfigError as err:  # say which stage's file it is in
+        raise ConfigError(f"{adapt.config} (the stage {adapt.where}.adapt names): {err}") from None
     if first.dataset is None or config.dataset is None:
         raise ConfigError(f"{adapt.where}.adapt: both stages need an imaging [dataset]")
     if first.dataset.grid.shape != config.dataset.grid.shape:
