@@ -17,7 +17,7 @@ Batches run as one computation per chunk:
   whole chunk in parallel;
 * JAX: ``jit(vmap(...))`` of the single evaluation; with several local JAX devices (the GPUs
   of a node) each chunk's rows are split evenly among them
-  (:mod:`twinlens.likelihood.sharding`), with the same values as on one device.
+  (:mod:`twinlens.likelihood.sharding`), their values one device's to rounding.
 
 A model with a pixelised source (:mod:`twinlens.inversion.source`) is scored by the
 log-evidence of its source inversion; on numba and numpy its chunks run one vector at a time
