@@ -196,8 +196,8 @@ def test_job_scripts_carry_the_cluster_table(tmp_path):
     with jobqueue_cluster({**table, "processes": 2}) as cluster:  # two workers of two threads
         script = cluster.job_script()
     assert "--nthreads 2 " in script and "--nworkers 2 " in script, script
-    with pytest.raises(ClusterError, match="unknown entries gpus"):
-        jobqueue_cluster({"kind": "slurm", "cores": 4, "memory": "1GB", "gpus": 1})
+    with pytest.raises(ClusterError, match="unknown entries nodes"):
+        jobqueue_cluster({"kind": "slurm", "cores": 4, "memory": "1GB", "nodes": 2})
 
 
 @pytest.mark.slow  # four cold compiles at once: a minute or two on 2 cores (tox -e slow)

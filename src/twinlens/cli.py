@@ -175,6 +175,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             cluster=args.cluster,
             workers=args.workers,
             threads_per_worker=args.threads_per_worker,
+            gpus=args.gpus,
             retries=args.retries,
             progress=not args.quiet,
             keep_stale=args.keep_stale,
@@ -314,6 +315,13 @@ def _add_batch(sub: Any) -> None:
     )
     b.add_argument("--workers", type=int, help="worker processes (local) or most jobs")
     b.add_argument("--threads-per-worker", type=int, help="threads of each worker (default 1)")
+    b.add_argument(
+        "--gpus",
+        action="store_true",
+        default=None,
+        help="one worker per GPU, each pinned to its own (JAX backend; a local cluster needs "
+        "dask-cuda); sets [cluster].gpus = true",
+    )
     b.add_argument("--output", help="output folder (default: the catalogue's)")
     b.add_argument(
         "--retries", type=int, default=2, help="tries again of a lens whose worker died (2)"

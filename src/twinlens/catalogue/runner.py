@@ -15,7 +15,8 @@ import sys
 import time
 from typing import Any
 
-from twinlens.catalogue.cluster import start_client
+from twinlens.catalogue.cluster import ClusterError, check_table, start_client
+from twinlens.catalogue.gpus import PinGPU
 from twinlens.catalogue.plots import plot_catalogue
 from twinlens.catalogue.spec import Catalogue, LensTask
 from twinlens.catalogue.table import build_table, write_table
@@ -106,13 +107,16 @@ def run_catalogue(
     plot: bool = True,
     progress: bool = True,
     keep_stale: bool = False,
+    gpus: bool | list | None = None,
 ) -> Any:
     """Fit every lens of ``catalogue`` on a Dask cluster and return the results table (an
     ``astropy.table.Table``, also written as ``catalogue.csv`` and ``catalogue.parquet`` in
     the output folder).
 
     ``cluster`` (``local``, ``slurm``, ``pbs`` or ``tcp://HOST:PORT``) replaces the
-    catalogue's ``[cluster].kind``; ``workers`` and ``threads_per_worker`` its sizes. A worker
+    catalogue's ``[cluster].kind``; ``workers`` and ``threads_per_worker`` its sizes;
+    ``gpus`` its ``gpus`` (one worker per GPU, each pinned to its own: ``docs/cluster.rst``,
+    for templates on the JAX backend). A worker
     lost mid-fit (killed, out of memory) is restarted by its nanny and its lens tried again
     on another, up to ``retries`` more times; the fit resumes from its checkpoint.
 
@@ -127,6 +131,9 @@ def run_catalogue(
     table = dict(catalogue.cluster)
     if cluster is not None:
         table["kind"] = cluster
+    if gpus is not None:
+        table["gpus"] = gpus
+    check_table(table)  # before anything moves
     stale = _stale_lenses(catalogue, keep_stale)
     if stale and not keep_stale:
         for lens_id, changed in stale.items():
@@ -140,6 +147,7 @@ def run_catalogue(
             flush=True,
         )
     if todo:
+        pin = _gpu_pin(table, catalogue.backend, todo)
         cores = os.cpu_count() or 1
         n_workers = workers or table.get("workers")
         threads = threads_per_worker or table.get("threads_per_worker", 1)
@@ -147,6 +155,8 @@ def run_catalogue(
         with dask.config.set({"distributed.scheduler.allowed-failures": retries}):
             client, owned = start_client(table, n_workers, threads)
             try:
+                if pin is not None:  # first: before the warm-up loads JAX in the workers
+                    client.register_plugin(pin)
                 _run(client, catalogue, todo, numba_threads, retries, plot, progress, done_before)
             finally:
                 # a worker still in numba's threads is killed at close; that is expected
@@ -166,6 +176,30 @@ def run_catalogue(
             for r in failed:
                 print(f"  {r['id']}: {r['error']} (log: {r['log']})", flush=True)
     return result
+
+
+def _check_jax_backend(backend: str | None, todo: list[LensTask]) -> None:
+    """Workers on GPUs fit with JAX: a lens on another backend would leave its GPU idle.
+    ``backend``: the catalogue's, which replaces the lenses' own."""
+    for task in todo:
+        backend_of = backend or task.config.get("backend", "numba")
+        if backend_of != "jax":
+            raise ClusterError(
+                f"[cluster].gpus: lens {task.id} fits on the {backend_of} backend, which runs on "
+                'CPUs only; set backend = "jax" in the template or the catalogue, or pass '
+                "--backend jax"
+            )
+
+
+def _gpu_pin(table: dict, backend: str | None, todo: list[LensTask]) -> PinGPU | None:
+    """The plugin that pins each worker to its GPU (None without ``gpus``): a batch job's
+    ``processes`` workers share its GPUs out; a dask-cuda worker has its own GPU first.
+    Refuses lenses that would not fit on the GPUs (:func:`_check_jax_backend`)."""
+    if not table.get("gpus"):
+        return None
+    _check_jax_backend(backend, todo)
+    kind = table.get("kind", "local")
+    return PinGPU(table["processes"] if kind in ("slurm", "pbs") else 1)
 
 
 def _set_aside(output: Any, lens_id: str, changed: Any) -> None:

@@ -15,14 +15,16 @@ Batches run as one computation per chunk:
 * numba/numpy: the free parameters become :class:`~twinlens.backend.concrete.Batched` columns
   and every stage (ray tracing, light, binning, convolution, the intensity solve) runs over the
   whole chunk in parallel;
-* JAX: ``jit(vmap(...))`` of the single evaluation.
+* JAX: ``jit(vmap(...))`` of the single evaluation; with several local JAX devices (the GPUs
+  of a node) each chunk's rows are split evenly among them
+  (:mod:`twinlens.likelihood.sharding`), their values one device's to rounding.
 
 A model with a pixelised source (:mod:`twinlens.inversion.source`) is scored by the
 log-evidence of its source inversion; on numba and numpy its chunks run one vector at a time
 (each builds its own mesh), under JAX as above.
 
 The chunk size comes from a memory budget (``memory_budget`` bytes, by default a quarter of the
-free memory of the machine, or half the free memory of the GPU), or is given.
+free memory of the machine, or half the free memory of the GPUs), or is given.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from twinlens.inversion.source import (
 from twinlens.lensing.blurred import blurred_terms
 from twinlens.lensing.tracer import Tracer
 from twinlens.likelihood.imaging import solve_and_score
+from twinlens.likelihood.sharding import local_devices, pad_rows, sharded_program
 from twinlens.messages import shown
 from twinlens.model.paths import get_path, parameter_paths, set_paths
 from twinlens.profiles.checks import collect_validity
@@ -239,7 +242,7 @@ class ImagingLikelihood(ValueIdentity):
         n = values.shape[0]
         if n < size:  # pad to the compiled chunk shape with valid vectors
             values = np.concatenate([values, np.repeat(self.reference[None, :], size - n, 0)])
-        return run_jax(_jax_batch(), self, values, vmap_width(), memo.enabled(), n=n)
+        return run_jax_rows(self, values, n)
 
     def jax_log_likelihood(self, vector: Any, point_columns: Any = None) -> Any:
         """``log L`` of one vector ``(n_params,)`` as a JAX computation: jit-, grad- and
@@ -336,20 +339,27 @@ def finite_or_minus_inf(out: np.ndarray) -> np.ndarray:
 
 
 def default_memory_budget(backend: str) -> float:
-    """Bytes a batch chunk may use: half the accelerator's free memory when JAX runs on one,
-    else a quarter of the machine's available memory."""
+    """Bytes a batch chunk may use: half the accelerators' free memory when JAX runs on them
+    (summed over the local devices, which each hold their share of a chunk's rows), else a
+    quarter of the machine's available memory."""
     if backend == "jax":
-        from twinlens.backend import jax_runtime
-
-        device = jax_runtime.load().devices()[0]
-        stats = getattr(device, "memory_stats", lambda: None)()
-        if stats and "bytes_limit" in stats:
-            return 0.5 * (stats["bytes_limit"] - stats.get("bytes_in_use", 0))
+        free = [_free_bytes(device) for device in local_devices()]
+        known = [f for f in free if f is not None]
+        if known and len(known) == len(free):
+            return 0.5 * sum(known)
     try:
         pages = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         return 0.25 * pages
     except (ValueError, OSError, AttributeError):
         return 2.0e9
+
+
+def _free_bytes(device: Any) -> int | None:
+    """An accelerator's free memory in bytes (None where the device does not say: a CPU)."""
+    stats = getattr(device, "memory_stats", lambda: None)()
+    if stats and "bytes_limit" in stats:
+        return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
+    return None
 
 
 def vmap_width() -> int:
@@ -406,6 +416,18 @@ def _jax_single():
     )
 
 
+def _rows(likelihood: Any, width: int, vectors: Any) -> Any:
+    """The body of a batch program: ``[log L, n]`` of each row of ``vectors``, ``width`` rows
+    side by side (vmapped) at a time."""
+    from twinlens.backend import jax_runtime
+
+    jax = jax_runtime.load()
+    if width >= vectors.shape[0]:
+        return jax.vmap(_counted(likelihood))(vectors)
+    # vmap over ``width`` vectors at a time, in a loop inside the one program
+    return jax.lax.map(_counted(likelihood), vectors, batch_size=width)
+
+
 @cache
 def _jax_batch():
     from twinlens.backend import jax_runtime
@@ -413,13 +435,27 @@ def _jax_batch():
     jax = jax_runtime.load()
 
     def run(likelihood: ImagingLikelihood, vectors: Any, width: int, memo_on: bool) -> Any:
-        if width >= vectors.shape[0]:
-            return jax.vmap(_counted(likelihood))(vectors)
-        # vmap over ``width`` vectors at a time, in a loop inside the one program
-        return jax.lax.map(_counted(likelihood), vectors, batch_size=width)
+        return _rows(likelihood, width, vectors)
 
     # the likelihood is static: it hashes by value, so one program per likelihood and shape
     return jax.jit(run, static_argnums=(0, 2, 3))
+
+
+def run_jax_rows(likelihood: Any, values: np.ndarray, n: int) -> np.ndarray:
+    """``log L`` of the first ``n`` rows of a chunk ``values`` (the rest pad it) on JAX: one
+    program on one device; with several local devices the chunk, padded further with the
+    likelihood's reference vector to a multiple of their number, is split among them
+    (:mod:`twinlens.likelihood.sharding`). ``likelihood``: an imaging or joint likelihood."""
+    devices = local_devices()
+    width, memo_on = vmap_width(), memo.enabled()
+    if len(devices) == 1:
+        return run_jax(_jax_batch(), likelihood, values, width, memo_on, n=n)
+    from twinlens.backend import jax_runtime
+
+    program, sharding = sharded_program(_rows, devices)
+    values = pad_rows(values, likelihood.reference, len(devices))
+    placed = jax_runtime.load().device_put(values, sharding)
+    return run_jax(program, likelihood, placed, width, memo_on, n=n)
 
 
 def check_jax_vectors(vectors: Any, free: tuple, ndim: int) -> Any:

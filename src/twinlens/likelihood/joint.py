@@ -11,7 +11,8 @@ or NaN.
 
 On numba and numpy the imaging term runs in batches as usual and the point-source term one
 vector at a time (solving the lens equation is per lens); on JAX the single evaluation is
-``jit(vmap(...))``-ed over chunks.
+``jit(vmap(...))``-ed over chunks, each chunk's rows split among the local devices when there
+are several (:mod:`twinlens.likelihood.sharding`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ from twinlens.lensing.tracer import Tracer
 from twinlens.likelihood.batched import (
     NUMBA_CHUNK,
     ImagingLikelihood,
-    _jax_batch,
     _jax_single,
     batch_of_models,
     check_jax_vectors,
@@ -47,7 +47,7 @@ from twinlens.likelihood.batched import (
     finite_or_minus_inf,
     jax_batch,
     run_jax,
-    vmap_width,
+    run_jax_rows,
 )
 from twinlens.likelihood.point_source import (
     PointSource,
@@ -309,7 +309,7 @@ class JointLikelihood(ValueIdentity):
             values = np.concatenate([values, np.repeat(self.reference[None, :], size - n, 0)])
         if size == 1:
             return run_jax(_jax_single(), self, values[0], memo.enabled())
-        return run_jax(_jax_batch(), self, values, vmap_width(), memo.enabled(), n=n)
+        return run_jax_rows(self, values, n)
 
     def jax_log_likelihood(self, vector: Any) -> Any:
         """``log L`` of one vector, JAX-traceable (``-inf`` outside the valid ranges)."""
