@@ -5,6 +5,7 @@ backend and, where installed, on the peers, all in one run.
     python benchmarks/likelihood.py --quick            # fewer repeats, batch 64 only
     python benchmarks/likelihood.py --workloads W5     # one workload
     python benchmarks/likelihood.py --no-peers         # ours only
+    python benchmarks/likelihood.py --workloads W5sum  # W5's lens as a MassSum vs a tuple
 
 The workloads are :func:`workloads.w5_likelihood` and :func:`workloads.w6_likelihood`
 (:class:`twinlens.likelihood.ImagingLikelihood`, every free parameter in one vector). Each case runs
@@ -28,6 +29,12 @@ new vector (16 vectors near the truth, in turn):
 * ``lenstronomy numpy``, ``jaxtronomy jit`` and ``jaxtronomy jit-vmap`` (a batch) where
   installed (see :mod:`imaging_peers`), each with its chi-squared at the truth against ours.
 
+``W5sum`` (``--case W5sum:twinlens:numba``; variants ``numba``, ``jax``, ``numba-batch``,
+``jax-batch``) times W5 with its lens mass as one :class:`~twinlens.mass.MassSum` (as
+``convert.from_lenstronomy_list`` makes it) beside W5's tuple of profiles, in one process with
+the calls interleaved, and gives the sum's time over the tuple's (``ratio``; JAX's compile
+apart, in ``compile_s``).
+
 Lines give the time per call and ``ms_per_eval`` (per vector: the call's time over its batch).
 The last line of each workload gives, for each of our lines, each peer's ``ms_per_eval`` over
 ours (``speedup``, > 1 when ours is faster), measured in this run.
@@ -38,12 +45,15 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import itertools
+import statistics
 import sys
 import time
 from typing import Any
 
+import numpy as np
 from peers import Skip
 from timing import (
+    block,
     compile_estimate,
     emit,
     first_call,
@@ -53,12 +63,14 @@ from timing import (
     speedups,
     threading_layer,
 )
-from workloads import IMAGING, jax_chunks_seen, perturbed
+from workloads import IMAGING, jax_chunks_seen, perturbed, w5_sum_likelihood
 
 from twinlens import memo
 from twinlens.backend import jax_runtime
+from twinlens.likelihood import ImagingLikelihood
 
 OURS = ("numpy", "numba", "jax", "numba-batch", "jax-batch")
+SUM_VARIANTS = ("numba", "jax", "numba-batch", "jax-batch")
 PEERS = (("lenstronomy", "numpy"), ("jaxtronomy", "jit"), ("jaxtronomy", "jit-vmap"))
 N_VECTORS = 16
 
@@ -249,6 +261,61 @@ def run_ours(workload: str, variant: str, quick: bool) -> None:
         raise SystemExit(f"unknown variant {variant!r}; choose from {', '.join(OURS)}")
 
 
+def _interleaved(calls: dict[str, Any], quick: bool) -> dict[str, dict]:
+    """Per name, the median and least ms per call of ``calls``, timed in alternating rounds
+    (so that the machine's load falls on each alike)."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(4 if quick else 12):
+        for name, call in calls.items():
+            for _ in range(5):
+                t0 = time.perf_counter()
+                block(call())
+                times[name].append(time.perf_counter() - t0)
+    return {
+        name: {"wall_median_ms": 1e3 * statistics.median(t), "wall_min_ms": 1e3 * min(t)}
+        for name, t in times.items()
+    }
+
+
+def run_sum(variant: str, quick: bool) -> None:
+    """W5sum: W5 as a tuple of mass profiles and as one MassSum, side by side."""
+    if variant not in SUM_VARIANTS:
+        raise SystemExit(f"unknown variant {variant!r}; choose from {', '.join(SUM_VARIANTS)}")
+    backend, _, batched = variant.partition("-")
+    likes = {"tuple": IMAGING["W5"](), "sum": w5_sum_likelihood()}
+    assert np.array_equal(likes["tuple"].reference, likes["sum"].reference)
+    n = 64 if batched else None
+    vectors = perturbed(likes["tuple"], n or N_VECTORS, seed=n or 0)
+    calls: dict[str, Any] = {}
+    for name, like in likes.items():
+        turn = itertools.cycle(range(N_VECTORS))
+        if n:
+            calls[name] = lambda like=like: like.batch(vectors, backend)
+        else:
+            calls[name] = lambda like=like, turn=turn: like(vectors[next(turn)], backend)
+    # one-time costs (JAX's start, the kernels' traces, numba's loading) paid before either
+    # first call, on another program: W5 with one parameter less free
+    tuple_like = likes["tuple"]
+    warm = ImagingLikelihood(tuple_like.dataset, tuple_like.model, tuple_like.free[:-1])
+    (warm.batch if n else warm)(vectors[..., :-1] if n else vectors[0, :-1], backend)
+    first = {name: first_call(call) for name, call in calls.items()}
+    timed = _interleaved(calls, quick)
+    for name, like in likes.items():
+        jax_compile = {"compile_s": compile_estimate(first[name], timed[name])}
+        _line(
+            "W5sum",
+            "twinlens",
+            f"{variant} {name}",
+            batch=n,
+            first_call_s=first[name],
+            **(jax_compile if backend == "jax" else {}),
+            **timed[name],
+            log_l=float(np.sum(like(like.reference, backend))),
+        )
+    ratio = {k: timed["sum"][k] / timed["tuple"][k] for k in ("wall_median_ms", "wall_min_ms")}
+    emit(workload="W5sum", case="ratio", variant=variant, ratio=ratio)
+
+
 def run_peer(workload: str, code: str, variant: str, quick: bool) -> None:
     import imaging_peers
 
@@ -318,7 +385,9 @@ def run_peer(workload: str, code: str, variant: str, quick: bool) -> None:
 def run_case(case: str, quick: bool) -> None:
     """``W5:twinlens:numba`` or ``W5:jaxtronomy:jit``: one case, in this process."""
     workload, code, variant = case.split(":")
-    if code == "twinlens":
+    if workload == "W5sum":
+        run_sum(variant, quick)
+    elif code == "twinlens":
         run_ours(workload, variant, quick)
     else:
         run_peer(workload, code, variant, quick)
@@ -335,6 +404,12 @@ def main(argv: list[str] | None = None, default: tuple[str, ...] = tuple(IMAGING
         run_case(args.case, args.quick)
         return
     for workload in args.workloads.split(","):
+        if workload == "W5sum":
+            for variant in SUM_VARIANTS:
+                run_case_in_fresh_process(
+                    __file__, workload, f"W5sum:twinlens:{variant}", args.quick
+                )
+            continue
         if workload not in IMAGING:
             raise SystemExit(f"unknown workload {workload!r}; choose from {', '.join(IMAGING)}")
         lines: list[dict] = []

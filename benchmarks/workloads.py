@@ -38,7 +38,7 @@ from twinlens.kernels.gauss_decomposition import decompose_sersic
 from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import MGELight, Sersic
 from twinlens.likelihood import ImagingLikelihood
-from twinlens.mass import MGE, SIE, ExternalShear, Gaussian, PowerLaw
+from twinlens.mass import MGE, SIE, ExternalShear, Gaussian, MassSum, PowerLaw
 from twinlens.model import parameter_paths
 
 # -- the deflection grid --------------------------------------------------------------------
@@ -245,6 +245,15 @@ def w5_likelihood(side: int = IMAGE_SIDE, sub_size: int = SUB_SIZE) -> ImagingLi
     only for smoke runs)."""
     truth = w5_truth()
     return ImagingLikelihood(simulate_dataset(truth, side, sub_size), truth, tuple(_free(truth)))
+
+
+def w5_sum_likelihood() -> ImagingLikelihood:
+    """W5 with the lens mass as one :class:`~twinlens.mass.MassSum` of the SIE and the shear
+    (what ``convert.from_lenstronomy_list`` makes), on W5's dataset, every scalar free: the
+    same model and vector as :func:`w5_likelihood`, its paths inside the sum."""
+    truth = Tracer(Galaxy(mass=MassSum(w5_lens_mass())), Galaxy(light=w5_source()))
+    dataset = simulate_dataset(w5_truth())
+    return ImagingLikelihood(dataset, truth, tuple(_free(truth)))
 
 
 def w6_likelihood(extra_free: tuple[str, ...] = ()) -> ImagingLikelihood:

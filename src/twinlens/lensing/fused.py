@@ -9,9 +9,11 @@ intermediates in arrays of one block that stay in the L1 cache.
 
 The tracer is first *planned* from what each profile says it computes
 (:meth:`~twinlens.profiles.base.MassProfile.kernel_call`,
-:meth:`~twinlens.profiles.light.LightProfile.column_calls`): a kernel and its parameters. A
-profile that is not one kernel call (a sum of profiles), or whose kernel has no per-point source
-numba compiles as is, leaves the tracer on the profile-by-profile path. The loop is generated
+:meth:`~twinlens.profiles.light.LightProfile.column_calls`): a kernel and its parameters. A sum
+of mass profiles arrives here as its parts (the tracer opens it:
+:meth:`~twinlens.profiles.base.MassProfile.summands`). A profile that is not one kernel call,
+or whose kernel has no per-point source numba compiles as is, leaves the tracer on the
+profile-by-profile path. The loop is generated
 per plan signature (which kernels, in which roles), compiled once and cached on disk like every
 other kernel (:func:`twinlens.kernels.compile.generate`).
 """

@@ -157,14 +157,25 @@ class Tracer(ValueIdentity):
         self, x: Any, y: Any, backend: str, grid: Any, eager: bool
     ) -> tuple[list[Recalled], list]:
         """``(recalled, direct)``: stored deflection fields, and the profiles to evaluate.
-        ``grid`` is the value-identity grid ``x, y`` come from, if any (see the memo)."""
+        ``grid`` is the value-identity grid ``x, y`` come from, if any (see the memo).
+
+        A sum of profiles (:class:`~twinlens.mass.MassSum`) whose fields are all fixed is one
+        stored field; otherwise its parts are taken one by one, as a galaxy's own profiles:
+        the fixed ones recalled, the others evaluated (on numba, in the fused loop)."""
         recalled: list[Recalled] = []
         direct: list = []
-        for g in self.lenses:
-            for p in g.mass:
-                r = memo.recall(
-                    p, "deflections", x, y, backend, _deflect, p.linear_parameter, grid, eager
-                )
+
+        def recall(p: MassProfile) -> Recalled | None:
+            linear = p.linear_parameter
+            return memo.recall(p, "deflections", x, y, backend, _deflect, linear, grid, eager)
+
+        for profile in (p for g in self.lenses for p in g.mass):
+            whole = recall(profile)
+            if whole is not None:
+                recalled.append(whole)
+                continue
+            for p in profile.summands():
+                r = None if p is profile else recall(p)  # a lone profile was asked above
                 (direct if r is None else recalled).append(p if r is None else r)
         return recalled, direct
 
@@ -349,7 +360,13 @@ class Tracer(ValueIdentity):
 
         if centre is None:
             centre = next(
-                (p.centre for g in self.lenses for p in g.mass if hasattr(p, "centre")),
+                (
+                    p.centre
+                    for g in self.lenses
+                    for whole in g.mass
+                    for p in whole.summands()  # a sum's first centred part, as a tuple's
+                    if hasattr(p, "centre")
+                ),
                 (0.0, 0.0),
             )
         cx, cy = float(centre[0]), float(centre[1])

@@ -81,7 +81,8 @@ class MassProfile(ValueIdentity):
     fields. The public methods evaluate that call, and the fused loop of
     :mod:`twinlens.lensing.fused` compiles it into a whole tracer's loop. A profile that is not one
     kernel call (a sum of profiles) returns None there and overrides ``_convergence``,
-    ``_deflections``, ``_hessian`` and ``_potential`` instead, on coordinate arrays.
+    ``_deflections``, ``_hessian`` and ``_potential`` instead, on coordinate arrays; a sum
+    also lists its parts in :meth:`summands`.
 
     ``linear_parameter`` names a field every lensing quantity is proportional to (a
     mass-to-light ratio), or is None: fields at the unit value then serve every value of it
@@ -146,6 +147,12 @@ class MassProfile(ValueIdentity):
         )
 
     # subclasses ---------------------------------------------------------------------------
+
+    def summands(self) -> tuple[MassProfile, ...]:
+        """The profiles whose sum this one is: itself, or a sum's parts (nested sums opened).
+        A tracer plans its work from these, so that a sum's parts enter the fused loop of
+        :mod:`twinlens.lensing.fused` one kernel call each, as a galaxy's own profiles do."""
+        return (self,)
 
     def kernel_call(self, quantity: str) -> KernelCall | None:
         """What computes ``quantity`` (``convergence``, ``deflections``, ``hessian``,

@@ -36,6 +36,10 @@ class MassSum(MassProfile):
                     f"MassSum.profiles[{i}] must be a mass profile, got {type(p).__name__}"
                 )
 
+    def summands(self) -> tuple[MassProfile, ...]:
+        """The parts, each nested sum opened into its own parts, in order."""
+        return tuple(q for p in self.profiles for q in p.summands())
+
     def _sum(self, method: str, x: Any, y: Any, backend: str) -> Any:
         parts = [getattr(p, method)(x, y, backend) for p in self.profiles]
         if isinstance(parts[0], tuple):
