@@ -29,7 +29,9 @@ A Delaunay mesh may instead cluster its vertices on a brightness image (weighted
 :func:`~twinlens.inversion.kmeans_vertices`): ``mesh = {type = "Delaunay", n_vertices =
 300, brightness = "stage1/fit_output/model.fits"}`` (a FITS image on the data's grid, such
 as a previous fit's model, or ``"data"``), with optional ``weight_floor`` and
-``weight_power``.
+``weight_power``. An ``AdaptiveBrightness`` regularisation takes its weights from an earlier
+fit with ``adapt = "stage1.toml"`` (that configuration is fitted first unless its finished fit
+is up to date; :mod:`twinlens.job.stages`) or as ``pixel_weights = [...]``.
 """
 
 from __future__ import annotations
