@@ -114,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regularization", default="Constant")
     parser.add_argument("--relocation", default="smooth", choices=["smooth", "nearest"])
     parser.add_argument("--staged", action="store_true", help="the example's second stage")
+    # one start: a vmap of the inversion over starts runs jaxlib's batched LAPACK kernels,
+    # which can deadlock XLA's CPU thread pool on 2 cores (docs/pixelised.rst)
+    parser.add_argument("--map-starts", type=int, default=4, help="MAP's starts (vmapped)")
     parser.add_argument("--quick", action="store_true", help="fewer live points and samples")
     args = parser.parse_args(argv)
     quick = args.quick
@@ -127,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         _say("jax_gradient", _gradient_times(path, 20))
         reference, seconds = _run(path, "numba", nautilus)
         _say("nautilus", {"wall_s": seconds, "median": _moments(reference.samples)[0].tolist()})
-        optimum, seconds = _run(path, "jax", {"name": "map", "n_starts": 4})
+        optimum, seconds = _run(path, "jax", {"name": "map", "n_starts": args.map_starts})
         _say("map", {"wall_s": seconds, "optimum": optimum.max_likelihood.tolist()})
         sampled, seconds = _run(path, "jax", nuts)
         _say("nuts", {"wall_s": seconds, "n_divergent": sampled.info.get("n_divergent")})
