@@ -231,11 +231,11 @@ def _nearest_jax() -> Any:
     members: batched, each block would hold every member's distances and leave the cache (a
     ``vmap`` of the blocks ran slower than the members one after another)."""
     from twinlens.backend import jax_runtime
+    from twinlens.backend.jax_batching import one_member_at_a_time
 
     jax = jax_runtime.load()
     jnp, lax = jax.numpy, jax.lax
 
-    @jax.custom_batching.custom_vmap
     def nearest(points: Any, border: Any) -> Any:
         n, n_border = points.shape[0], border.shape[0]
         blocks = jnp.pad(points, ((0, (-n) % _CHUNK), (0, 0))).reshape(-1, _CHUNK, 2)
@@ -249,15 +249,7 @@ def _nearest_jax() -> Any:
 
         return lax.map(one, blocks).reshape(-1)[:n]
 
-    @nearest.def_vmap
-    def _one_member_at_a_time(size: int, batched: Any, points: Any, border: Any) -> Any:
-        points, border = (
-            x if b else jnp.broadcast_to(x, (size, *x.shape))
-            for x, b in zip((points, border), batched, strict=True)
-        )
-        return lax.map(lambda pair: nearest(*pair), (points, border)), True
-
-    return nearest
+    return one_member_at_a_time(nearest)
 
 
 def _smallest_keys(keys: Any, ids: Any, m: int, low: int, modulo: int) -> Any:
@@ -295,11 +287,11 @@ def _k_nearest_jax(m: int) -> Any:
     exceeds the ``m``-th distance). A ``vmap`` runs its members one after another, as
     :func:`_nearest_jax`'s does."""
     from twinlens.backend import jax_runtime
+    from twinlens.backend.jax_batching import one_member_at_a_time
 
     jax = jax_runtime.load()
     jnp, lax = jax.numpy, jax.lax
 
-    @jax.custom_batching.custom_vmap
     def search(points: Any, border: Any) -> Any:
         n, n_border = points.shape[0], border.shape[0]
         n_groups = -(-n_border // _GROUP)
@@ -327,12 +319,4 @@ def _k_nearest_jax(m: int) -> Any:
 
         return lax.map(one, blocks).reshape(-1, m)[:n]
 
-    @search.def_vmap
-    def _one_member_at_a_time(size: int, batched: Any, points: Any, border: Any) -> Any:
-        points, border = (
-            x if b else jnp.broadcast_to(x, (size, *x.shape))
-            for x, b in zip((points, border), batched, strict=True)
-        )
-        return lax.map(lambda pair: search(*pair), (points, border)), True
-
-    return search
+    return one_member_at_a_time(search)

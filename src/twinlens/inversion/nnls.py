@@ -279,6 +279,7 @@ def _numba_solvers():
 @cache
 def _jax_solver():
     from twinlens.backend import jax_runtime
+    from twinlens.backend.jax_batching import one_member_at_a_time
 
     jax = jax_runtime.load()
     jnp = jax.numpy
@@ -325,4 +326,6 @@ def _jax_solver():
         )
         return x, optimal & settled
 
-    return solve
+    # jnp.linalg.solve in a batch is one of jaxlib's pooled LAPACK kernels (see
+    # twinlens.backend.jax_linalg): on a CPU the members are solved one after another
+    return one_member_at_a_time(solve, on_gpu="vmap")

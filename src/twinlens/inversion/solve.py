@@ -269,7 +269,9 @@ def _solve_host(
             return InversionTerms(
                 x[:n_source], nan, nan, log_det_a, log_det_r, float(norm), -math.inf, x[n_source:]
             )
-        x = _unknowns(curvature, vector, regularization, factor, positive, backend, np)
+        rhs = _source_rhs(curvature, vector, n_source, positive, np)
+        solved = _cho_solve(factor, rhs) if rhs.shape[-1] else rhs
+        x = _assemble(curvature, vector, regularization, solved, positive, backend, np)
     return _score(
         weighted_data, weighted_model(x), x, regularization, log_det_a, log_det_r, norm, np
     )
@@ -289,27 +291,23 @@ def _solve_traced(
     xp: Any,
 ) -> InversionTerms:
     """:func:`solve_normal` under JAX: no branch on values; a matrix that is not positive
-    definite gives ``-inf`` through ``where``."""
+    definite gives ``-inf`` through ``where``, its factor replaced by a harmless one so that no
+    NaN reaches the gradient through the branch that is not taken."""
+    from twinlens.backend.jax_linalg import spd_log_det_solve
+
     n_source = regularization.shape[0]
-    ok = xp.bool_(True)
-    logs = []
-    factors = []
-    matrices = [block] if log_det_regularization is not None else [block, regularization]
-    for matrix in matrices:
-        factor = xp.linalg.cholesky(matrix)
-        diag = xp.diagonal(factor)
-        good = xp.all(xp.isfinite(diag) & (diag > 0))
-        ok = ok & good
-        logs.append(2.0 * xp.sum(xp.log(xp.where(good, diag, 1.0))))
-        factors.append(factor)
-    if log_det_regularization is not None:
-        logs.append(log_det_regularization)
-    # a failed factorisation: solve a harmless system instead (the result is -inf), so that no
-    # NaN reaches the gradient through the branch that is not taken
-    safe = xp.where(ok, factors[0], xp.eye(n_source))
+    if log_det_regularization is None:
+        log_det_r, _, ok = spd_log_det_solve(regularization, xp.zeros((n_source, 0)))
+    else:
+        log_det_r, ok = log_det_regularization, xp.bool_(True)
+    rhs = _source_rhs(curvature, vector, n_source, positive, xp)
+    log_det_a, solved, ok_a = spd_log_det_solve(block, rhs)
+    ok = ok & ok_a
     safe_curvature = xp.where(ok, curvature, xp.eye(curvature.shape[0]))
-    x = _unknowns(safe_curvature, vector, regularization, safe, positive, backend, xp)
-    terms = _score(weighted_data, weighted_model(x), x, regularization, logs[0], logs[1], norm, xp)
+    x = _assemble(safe_curvature, vector, regularization, solved, positive, backend, xp)
+    terms = _score(
+        weighted_data, weighted_model(x), x, regularization, log_det_a, log_det_r, norm, xp
+    )
     return InversionTerms(
         terms.reconstruction,
         terms.chi_squared,
@@ -339,26 +337,34 @@ def gram(rows: Any, xp: Any, blocks: int = GRAM_BLOCKS) -> Any:
     )
 
 
-def _cho_solve(factor: Any, rhs: Any, xp: Any) -> Any:
-    if xp is np:
-        from scipy.linalg import cho_solve
+def _cho_solve(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    from scipy.linalg import cho_solve
 
-        return cho_solve((factor, True), rhs, check_finite=False)
-    from twinlens.backend import jax_runtime
-
-    return jax_runtime.load().scipy.linalg.cho_solve((factor, True), rhs)
+    return cho_solve((factor, True), rhs, check_finite=False)
 
 
-def _unknowns(
+def _source_rhs(curvature: Any, vector: Any, n_source: int, positive: str | None, xp: Any) -> Any:
+    """What the source block ``A_ss`` is solved against: ``D_s``, and with linear light
+    profiles also ``A_sa`` (their columns eliminated); nothing (``k = 0``) when every unknown
+    is constrained to be non-negative, which the NNLS solver handles whole."""
+    if positive is not None:
+        return xp.zeros((n_source, 0))
+    if curvature.shape[0] == n_source:
+        return vector
+    cross = curvature[:n_source, n_source:]  # A_sa (unregularised)
+    return xp.concatenate([vector[:n_source, None], cross], axis=1)
+
+
+def _assemble(
     curvature: Any,
     vector: Any,
     regularization: Any,
-    factor: Any,
+    solved: Any,
     positive: str | None,
     backend: str,
     xp: Any,
 ) -> Any:
-    """``x = (s, a)``, given the Cholesky factor of the source block ``A_ss``."""
+    """``x = (s, a)``, given ``A_ss^-1`` applied to :func:`_source_rhs`."""
     from twinlens.inversion.nnls import nnls_gram
 
     n_source = regularization.shape[0]
@@ -370,13 +376,12 @@ def _unknowns(
         system = curvature + xp.pad(regularization, ((0, n_linear), (0, n_linear)))
         return nnls_gram(system, vector, positive)
     if not n_linear:
-        return _cho_solve(factor, vector, xp)
+        return solved
     # the intensities on the Schur complement of the source block, non-negative:
     # S = A_aa - A_as A_ss^-1 A_sa, g = D_a - A_as A_ss^-1 D_s, a = NNLS(S, g), then
     # s = A_ss^-1 (D_s - A_sa a). Near-collinear or empty lens-light columns make S singular,
     # which the active-set solver tolerates (it never adds a column that cannot lower chi^2)
-    cross = curvature[:n_source, n_source:]  # A_sa (unregularised)
-    solved = _cho_solve(factor, xp.concatenate([vector[:n_source, None], cross], axis=1), xp)
+    cross = curvature[:n_source, n_source:]
     y, y_cross = solved[:, 0], solved[:, 1:]
     schur = curvature[n_source:, n_source:] - cross.T @ y_cross
     schur = 0.5 * (schur + schur.T)

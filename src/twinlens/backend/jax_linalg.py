@@ -1,0 +1,85 @@
+"""Dense linear algebra for JAX programs that stays safe under ``vmap`` on a CPU.
+
+jaxlib's CPU LAPACK kernels split a batch of problems over XLA's intra-op thread pool and then
+block until every part is done, without taking a part themselves. Two such kernels running at
+once (the two Cholesky factorisations of a pixelised inversion, or the triangular solves of its
+gradient) can each hold a pool thread while waiting for the other's: with a pool of two threads,
+as on a 2-core machine, the program never finishes. A single problem never uses the pool, so on
+a CPU a batch is solved here one member at a time, in a ``lax.map`` loop; on a GPU the batched
+kernels stay. The derivatives are custom VJPs whose backward passes use the same loops, because a
+``custom_vmap`` function cannot be transposed.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from twinlens.backend import jax_runtime
+from twinlens.backend.jax_batching import one_member_at_a_time
+
+__all__ = ["spd_log_det_solve"]
+
+
+@cache
+def _kernels() -> tuple[Any, Any]:
+    jax = jax_runtime.load()
+    jnp = jax.numpy
+    cholesky = one_member_at_a_time(jnp.linalg.cholesky, on_gpu="vmap")
+    cho_solve = one_member_at_a_time(
+        lambda factor, rhs: jax.scipy.linalg.cho_solve((factor, True), rhs), on_gpu="vmap"
+    )
+    return cholesky, cho_solve
+
+
+def _factor(a: Any) -> tuple[Any, Any, Any]:
+    """The Cholesky factor of ``a``, or the identity where ``a`` is not positive definite;
+    ``ln det a`` (with the failed pivots taken as 1) and whether it succeeded."""
+    jnp = jax_runtime.load().numpy
+    cholesky, _ = _kernels()
+    factor = cholesky(a)
+    diag = jnp.diagonal(factor)
+    ok = jnp.all(jnp.isfinite(diag) & (diag > 0))
+    log_det = 2.0 * jnp.sum(jnp.log(jnp.where(ok, diag, 1.0)))
+    return jnp.where(ok, factor, jnp.eye(a.shape[0], dtype=a.dtype)), log_det, ok
+
+
+@cache
+def _log_det_solve() -> Any:
+    jax = jax_runtime.load()
+    jnp = jax.numpy
+    _, cho_solve = _kernels()
+
+    @jax.custom_vjp
+    def log_det_solve(a: Any, b: Any) -> tuple[Any, Any, Any]:
+        factor, log_det, ok = _factor(a)
+        return log_det, cho_solve(factor, b), ok
+
+    def forward(a: Any, b: Any) -> tuple[tuple[Any, Any, Any], tuple[Any, Any]]:
+        factor, log_det, ok = _factor(a)
+        x = cho_solve(factor, b)
+        return (log_det, x, ok), (factor, x)
+
+    def backward(saved: tuple[Any, Any], cotangents: tuple[Any, Any, Any]) -> tuple[Any, Any]:
+        # d ln det A = tr(A^-1 dA); dx = A^-1 (db - dA x): the cotangent of b is v = A^-1 g_x
+        # (A symmetric), that of A is g_ld A^-1 - v x^T, symmetrised because A is
+        factor, x = saved
+        g_log_det, g_x, _ = cotangents
+        n = factor.shape[0]
+        v = cho_solve(factor, g_x)
+        inverse = cho_solve(factor, jnp.eye(n, dtype=factor.dtype))
+        outer = jnp.outer(v, x) if x.ndim == 1 else v @ x.T
+        g_a = g_log_det * inverse - outer
+        return 0.5 * (g_a + g_a.T), v
+
+    log_det_solve.defvjp(forward, backward)
+    return log_det_solve
+
+
+def spd_log_det_solve(a: Any, b: Any) -> tuple[Any, Any, Any]:
+    """``(ln det a, a^-1 b, ok)`` for a symmetric positive definite ``a (n, n)`` and
+    ``b (n,)`` or ``(n, k)`` (``k = 0`` for the determinant alone), by one Cholesky
+    factorisation. Where ``a`` is not positive definite, ``ok`` is False and the other two are
+    finite stand-ins (the identity's solve), so no NaN reaches a gradient. Differentiable in
+    reverse mode; a ``vmap`` on a CPU loops over its members (see the module's documentation)."""
+    return _log_det_solve()(a, b)
