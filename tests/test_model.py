@@ -43,6 +43,17 @@ def test_unit_cube_transform_is_the_inverse_cdf(prior, reference):
 
 
 @pytest.mark.parametrize(("prior", "reference"), CASES, ids=lambda c: repr(c)[:40])
+def test_to_unit_is_the_cdf_clipped_outside_the_support(prior, reference):
+    x = reference.ppf(U[1:-1])
+    np.testing.assert_allclose(prior.to_unit(x), reference.cdf(x), rtol=1e-9, atol=1e-12)
+    lo, hi = prior.support
+    if math.isfinite(lo):
+        assert prior.to_unit(lo - 1.0) == 0.0
+    if math.isfinite(hi):
+        assert prior.to_unit(hi + 1.0) == 1.0
+
+
+@pytest.mark.parametrize(("prior", "reference"), CASES, ids=lambda c: repr(c)[:40])
 def test_log_density_matches_scipy(prior, reference):
     x = reference.ppf(U[1:-1])
     np.testing.assert_allclose(prior.log_density(x), reference.logpdf(x), rtol=1e-10)

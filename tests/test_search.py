@@ -82,6 +82,10 @@ class GaussianToy:
         u = xp.asarray(u)
         return xp.stack([p.from_unit(u[..., i], xp) for i, p in enumerate(self.priors)], -1)
 
+    def to_unit(self, vectors):
+        v = np.asarray(vectors, dtype=float)
+        return np.stack([p.to_unit(v[..., i]) for i, p in enumerate(self.priors)], -1)
+
     def log_prior(self, vectors):
         v = np.asarray(vectors, dtype=float)
         return sum(p.log_density(v[..., i]) for i, p in enumerate(self.priors))
@@ -319,6 +323,15 @@ def test_emcee_walkers_start_inside_the_priors(tmp_path):
 
 
 # -- JAX: maximum posterior and NUTS -------------------------------------------------------
+
+
+def test_the_first_map_start_and_nuts_chain_are_the_objectives_own_start():
+    toy = GaussianToy("jax", start=(0.31, -0.52))
+    best = MaximumPosterior(n_starts=3, n_steps=2, seed=0).run(toy)
+    np.testing.assert_allclose(best.info["initial"][0], toy.start, rtol=1e-5)
+    assert not np.allclose(best.info["initial"][1], toy.start, rtol=0.01)
+    chains = NUTS(n_warmup=3, n_samples=2, n_chains=2, seed=0).run(toy)
+    np.testing.assert_allclose(chains.info["initial"][0], toy.start, rtol=1e-5)
 
 
 def test_map_finds_the_posterior_mode():

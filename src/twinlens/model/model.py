@@ -203,6 +203,13 @@ class Model(ValueIdentity):
         columns = [prior.from_unit(u[..., i], xp) for i, (_, prior) in enumerate(self.priors)]
         return xp.stack(columns, axis=-1)
 
+    def to_unit(self, vectors: Any) -> np.ndarray:
+        """Points of the unit cube from parameter vectors ``(..., n_params)`` (each prior's
+        cumulative distribution; numpy): :meth:`from_unit`'s inverse."""
+        vectors = np.asarray(vectors, dtype=float)
+        columns = [prior.to_unit(vectors[..., i]) for i, (_, prior) in enumerate(self.priors)]
+        return np.stack(columns, axis=-1)
+
     def log_prior(self, vectors: Any) -> np.ndarray:
         """Log prior density of vectors ``(..., n_params)`` (``-inf`` outside a support)."""
         v = np.asarray(vectors, dtype=float)

@@ -45,6 +45,11 @@ class Prior(ValueIdentity):
         ``jax.numpy``)."""
         raise NotImplementedError
 
+    def to_unit(self, x: Any) -> np.ndarray:
+        """The CDF at ``x`` (numpy): ``from_unit``'s inverse, so a chosen start can be
+        placed in the coordinates that the searches move in."""
+        raise NotImplementedError
+
     def log_density(self, x: Any) -> np.ndarray:
         """The normalised log density at ``x`` (``-inf`` outside the support)."""
         raise NotImplementedError
@@ -82,6 +87,10 @@ class UniformPrior(Prior):
         """``lower + (upper - lower) u``."""
         return self.lower + (self.upper - self.lower) * u
 
+    def to_unit(self, x: Any) -> np.ndarray:
+        """``(x - lower) / (upper - lower)``, clipped to ``[0, 1]``."""
+        return np.clip((np.asarray(x, dtype=float) - self.lower) / (self.upper - self.lower), 0, 1)
+
     def log_density(self, x: Any) -> np.ndarray:
         """``-log(upper - lower)`` inside ``[lower, upper]``, ``-inf`` outside."""
         x = np.asarray(x, dtype=float)
@@ -113,6 +122,11 @@ class LogUniformPrior(Prior):
         """``lower (upper / lower)^u``."""
         return self.lower * xp.exp(u * math.log(self.upper / self.lower))
 
+    def to_unit(self, x: Any) -> np.ndarray:
+        """``log(x / lower) / log(upper / lower)``, clipped to ``[0, 1]``."""
+        x = np.maximum(np.asarray(x, dtype=float), self.lower)
+        return np.clip(np.log(x / self.lower) / math.log(self.upper / self.lower), 0, 1)
+
     def log_density(self, x: Any) -> np.ndarray:
         """``-log(x log(upper / lower))`` inside ``[lower, upper]``, ``-inf`` outside."""
         x = np.asarray(x, dtype=float)
@@ -143,6 +157,10 @@ class GaussianPrior(Prior):
     def from_unit(self, u: Any, xp: Any = np) -> Any:
         """``mean + sigma ndtri(u)``."""
         return self.mean + self.sigma * _special(xp).ndtri(u)
+
+    def to_unit(self, x: Any) -> np.ndarray:
+        """``ndtr((x - mean) / sigma)``."""
+        return special.ndtr((np.asarray(x, dtype=float) - self.mean) / self.sigma)
 
     def log_density(self, x: Any) -> np.ndarray:
         """The normal log density at ``x``."""
@@ -192,6 +210,16 @@ class TruncatedGaussianPrior(Prior):
             return self.mean - self.sigma * sp.ndtri(hi - u * (hi - lo))
         lo, hi = special.ndtr(a), special.ndtr(b)
         return self.mean + self.sigma * sp.ndtri(lo + u * (hi - lo))
+
+    def to_unit(self, x: Any) -> np.ndarray:
+        """The truncated normal's CDF, clipped to ``[0, 1]`` (mirrored as ``from_unit``)."""
+        z = (np.asarray(x, dtype=float) - self.mean) / self.sigma
+        a, b = self._z(self.lower), self._z(self.upper)
+        if a > 0:
+            lo, hi = special.ndtr(-b), special.ndtr(-a)
+            return np.clip((hi - special.ndtr(-z)) / (hi - lo), 0, 1)
+        lo, hi = special.ndtr(a), special.ndtr(b)
+        return np.clip((special.ndtr(z) - lo) / (hi - lo), 0, 1)
 
     def log_density(self, x: Any) -> np.ndarray:
         """The normal log density renormalised to ``[lower, upper]``, ``-inf`` outside."""

@@ -104,6 +104,10 @@ class ObjectiveLike(Protocol):
         """Vectors from points of the unit cube (each prior's inverse CDF)."""
         ...
 
+    def to_unit(self, vectors: Any) -> np.ndarray:
+        """Points of the unit cube from vectors (each prior's CDF; numpy)."""
+        ...
+
     def log_prior(self, vectors: Any) -> np.ndarray:
         """``log`` prior density of each vector."""
         ...
@@ -195,6 +199,10 @@ class Objective:
     def from_unit(self, u: Any, xp: Any = np) -> Any:
         """Parameter vectors from unit-cube points (numpy or ``xp=jax.numpy``)."""
         return self.model.from_unit(u, xp)
+
+    def to_unit(self, vectors: Any) -> np.ndarray:
+        """Unit-cube points from parameter vectors (numpy)."""
+        return self.model.to_unit(vectors)
 
     def log_prior(self, vectors: Any) -> np.ndarray:
         """Log prior density of vectors ``(n, n_params)``; ``-inf`` outside a prior."""

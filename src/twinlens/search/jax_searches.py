@@ -74,17 +74,22 @@ def _log_jacobian(jax: ModuleType, z: Any) -> Any:
 
 
 def _initial_z(
-    jax: ModuleType, value: Any, n: int, d: int, seed: int, search: str
+    jax: ModuleType, value: Any, objective: ObjectiveLike, n: int, seed: int, search: str
 ) -> tuple[np.ndarray, int]:
-    """``n`` starting points in ``z``, drawn from the prior, each with a finite ``value``
-    (those without are drawn again); also the evaluations spent."""
+    """``n`` starting points in ``z``: the objective's own start first (a staged fit's first
+    stage, or the configured values), then draws from the prior; each with a finite ``value``
+    (those without are drawn again). Also the evaluations spent."""
     rng = np.random.default_rng(seed)
     values = jax.jit(jax.vmap(value))
+    d = objective.n_params
     z = np.empty((n, d))
     todo = np.arange(n)
+    own = np.clip(objective.to_unit(np.asarray(objective.start, dtype=float)), 1e-6, 1 - 1e-6)
     spent = 0
-    for _ in range(_INIT_ROUNDS):
+    for round_ in range(_INIT_ROUNDS):
         u = rng.uniform(1e-6, 1.0 - 1e-6, size=(todo.size, d))
+        if round_ == 0:
+            u[0] = own
         z[todo] = np.log(u) - np.log1p(-u)
         ok = np.isfinite(np.asarray(values(z[todo])))
         spent += todo.size
@@ -110,8 +115,9 @@ class MaximumPosterior(Search):
     Parameters
     ----------
     n_starts : int, default 8
-        Starting points, drawn from the prior (redrawn where ``log L`` is not finite) and
-        optimised side by side (vmapped).
+        Starting points, optimised side by side (vmapped): the model's own values (a staged
+        fit's first-stage lens, or the configured ``value``s), then draws from the prior (each
+        redrawn where ``log L`` is not finite).
     n_steps : int, default 1000
         Adam steps from each start.
     learning_rate : float > 0, default 0.05
@@ -153,7 +159,7 @@ class MaximumPosterior(Search):
         optax = require("optax", self.name)
         log_posterior, finite_log_likelihood = _map_densities(objective, jax)
         z0, spent = _initial_z(
-            jax, finite_log_likelihood, self.n_starts, objective.n_params, self.seed, self.name
+            jax, finite_log_likelihood, objective, self.n_starts, self.seed, self.name
         )
         optimise = self._optimiser(jax, optax, log_posterior, progress)
         z0 = jax.numpy.asarray(z0)
@@ -286,8 +292,9 @@ class NUTS(Search):
     n_samples : int, default 1000
         Samples kept per chain.
     n_chains : int, default 1
-        Independent chains from prior draws, run side by side (vmapped); with two or more
-        ``info["r_hat"]`` gives the potential scale reduction.
+        Independent chains run side by side (vmapped): the first from the model's own values
+        (as :class:`MaximumPosterior`'s first start), the others from prior draws; with two or
+        more ``info["r_hat"]`` gives the potential scale reduction.
     seed : int, default 0
         Seeds the starting points and every random key.
     target_acceptance_rate : float in (0, 1), default 0.8
@@ -333,7 +340,7 @@ class NUTS(Search):
         def log_density(z: Any) -> Any:
             return log_likelihood(z) + _log_jacobian(jax, z)
 
-        z0, spent = _initial_z(jax, log_likelihood, self.n_chains, d, self.seed, self.name)
+        z0, spent = _initial_z(jax, log_likelihood, objective, self.n_chains, self.seed, self.name)
         warmup_key, sample_key = jax.random.split(jax.random.key(self.seed))
         states, parameters, warmup_steps = self._adapt(
             jax, blackjax, log_density, warmup_key, z0, progress
