@@ -114,8 +114,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regularization", default="Constant")
     parser.add_argument("--relocation", default="smooth", choices=["smooth", "nearest"])
     parser.add_argument("--staged", action="store_true", help="the example's second stage")
-    # one start: a vmap of the inversion over starts runs jaxlib's batched LAPACK kernels,
-    # which can deadlock XLA's CPU thread pool on 2 cores (docs/pixelised.rst)
     parser.add_argument("--map-starts", type=int, default=4, help="MAP's starts (vmapped)")
     parser.add_argument("--quick", action="store_true", help="fewer live points and samples")
     args = parser.parse_args(argv)
