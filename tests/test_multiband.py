@@ -17,9 +17,9 @@ from twinlens.inversion import Constant, Pixelization, Rectangular
 from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import LinearSersic, Sersic
 from twinlens.likelihood import ImagingLikelihood
-from twinlens.likelihood.multiband import MultiBandLikelihood, band_path
+from twinlens.likelihood.multiband import MultiBandLikelihood
 from twinlens.mass import SIE, ExternalShear
-from twinlens.model.paths import set_paths
+from twinlens.model.paths import band_path, set_paths
 
 LENS = Galaxy(mass=(SIE((0.0, 0.0), (0.1, 0.0), 0.8), ExternalShear(0.02, -0.01)))
 SHARED = (

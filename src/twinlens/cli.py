@@ -271,9 +271,10 @@ def _add_fit(sub: Any) -> None:
         "--example",
         nargs="?",
         const="parametric",
-        choices=("parametric", "pixelised", "timedelay", "quasar"),
+        choices=("parametric", "pixelised", "multiband", "timedelay", "quasar"),
         help="simulate the built-in lens and fit it; --example pixelised: an irregular source "
-        "fitted with a pixelised source on a Delaunay mesh; --example timedelay: a lensed "
+        "fitted with a pixelised source in two stages; --example multiband: the lens in two "
+        "bands at different pixel scales and PSFs; --example timedelay: a lensed "
         "quasar's imaging, image positions and delays, reporting H0; --example quasar: its "
         "image positions and delays alone, without imaging",
     )

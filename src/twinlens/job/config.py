@@ -47,6 +47,7 @@ import numpy as np
 
 from twinlens.backend import BACKENDS, check_backend
 from twinlens.imaging.dataset import Imaging
+from twinlens.job.config_bands import BAND_KEYS, Bands, check_band_paths, read_bands
 from twinlens.job.config_errors import ConfigError, _is_number, _show, _suggest, _toml_path
 from twinlens.job.config_pixelised import AdaptFrom, ReadContext, _check_pixelised
 from twinlens.job.config_point_source import (
@@ -85,6 +86,9 @@ class FitConfig:
     adapt: AdaptFrom | None = None
     # once it has them: where they came from, for result.json
     adapted_from: dict | None = None
+    # a multi-band fit's band names and datasets (``dataset`` is then the first band's)
+    bands: tuple = ()
+    datasets: tuple = ()
 
     def objective(self, backend: str | None = None) -> Any:
         """The :class:`~twinlens.search.Objective` this configuration defines (its model, data
@@ -101,7 +105,8 @@ class FitConfig:
 
         ps = self.point_source
         likelihood = None if ps is None else ps.likelihood
-        return Objective.build(self.model, self.dataset, backend or self.backend, likelihood)
+        data = self.datasets if self.bands else self.dataset
+        return Objective.build(self.model, data, backend or self.backend, likelihood)
 
 
 def _tracer(lenses: tuple, sources: tuple, point_table: Any) -> Tracer:
@@ -144,35 +149,39 @@ def _tracer(lenses: tuple, sources: tuple, point_table: Any) -> Tracer:
         raise ConfigError(_toml_path(str(err).replace("MultiPlaneTracer.", ""))) from None
 
 
-def _dataset(table: Any, base: Path, read: bool = True) -> Imaging | None:
-    """The ``[dataset]`` table, checked; the data read from its files when ``read``."""
+def _dataset(
+    table: Any, base: Path, read: bool = True, where: str = "[dataset]", extra: tuple = ()
+) -> Imaging | None:
+    """The ``[dataset]`` table (or one band's, ``where``; ``extra``: the keys a band's table
+    has besides), checked; the data read from its files when ``read``."""
     if not isinstance(table, dict):
         raise ConfigError(
-            "[dataset] must be a table with data, noise_map and psf (FITS file paths), got "
+            f"{where} must be a table with data, noise_map and psf (FITS file paths), got "
             f"{'nothing' if table is None else 'dataset = ' + _show(table)}"
         )
     missing = [k for k in ("data", "noise_map", "psf") if k not in table]
     if missing:
-        raise ConfigError(f"[dataset] needs {', '.join(missing)} (FITS file paths)")
-    unknown = sorted(set(table) - set(_DATASET_KEYS))
+        raise ConfigError(f"{where} needs {', '.join(missing)} (FITS file paths)")
+    allowed = (*_DATASET_KEYS, *extra)
+    unknown = sorted(set(table) - set(allowed))
     if unknown:
         raise ConfigError(
-            f"[dataset]: unknown entries {', '.join(unknown)}; allowed: "
-            f"{', '.join(_DATASET_KEYS)}{_suggest(unknown[0], _DATASET_KEYS)}"
+            f"{where}: unknown entries {', '.join(unknown)}; allowed: "
+            f"{', '.join(allowed)}{_suggest(unknown[0], allowed)}"
         )
     for key in ("data", "noise_map", "psf", "mask"):
         if key in table and not isinstance(table[key], str):
             raise ConfigError(
-                f"[dataset].{key} = {_show(table[key])}: expected a FITS file path in quotes"
+                f"{where}.{key} = {_show(table[key])}: expected a FITS file path in quotes"
             )
     for key in ("pixel_scale", "mask_radius"):
         value = table.get(key)
         if value is not None and not (_is_number(value) and 0 < value < math.inf):
-            raise ConfigError(f"[dataset].{key} = {_show(value)}: expected a number > 0 (arcsec)")
+            raise ConfigError(f"{where}.{key} = {_show(value)}: expected a number > 0 (arcsec)")
     sub_size = table.get("sub_size", 4)
     if not (isinstance(sub_size, int) and not isinstance(sub_size, bool)):
         raise ConfigError(
-            f"[dataset].sub_size = {_show(sub_size)}: expected a whole number of sub-pixels "
+            f"{where}.sub_size = {_show(sub_size)}: expected a whole number of sub-pixels "
             "per pixel side, 1 to 64 (-1 to -64: Gauss-Legendre nodes)"
         )
     if not read:
@@ -181,7 +190,7 @@ def _dataset(table: Any, base: Path, read: bool = True) -> Imaging | None:
     paths = {k: str((base / table[k]).expanduser()) for k in files}
     for key, p in paths.items():
         if not Path(p).is_file():
-            raise ConfigError(f"[dataset].{key}: no such file {p}")
+            raise ConfigError(f"{where}.{key}: no such file {p}")
     try:
         imaging = Imaging.from_fits(
             paths["data"],
@@ -201,7 +210,7 @@ def _dataset(table: Any, base: Path, read: bool = True) -> Imaging | None:
             .replace("pixel_scale=", "pixel_scale = ")
             .replace("PSF.kernel", "the psf image")
         )
-        raise ConfigError(f"[dataset]: {message}") from None
+        raise ConfigError(f"{where}: {message}") from None
 
 
 def _with_mask_file(imaging: Imaging, path: str) -> Imaging:
@@ -323,8 +332,15 @@ def parse_config(
         ) from None
     priors: dict[str, Prior] = {}
     imaging = "dataset" in data
-    # read first: a k-means source mesh clusters on the data's grid
-    dataset = _dataset(data["dataset"], base, read_data) if imaging else None
+    # read first: a k-means source mesh clusters on the data's grid (the first band's)
+    bands = None
+    if imaging and isinstance(data["dataset"], list):
+        bands = read_bands(
+            data["dataset"], lambda table, where: _dataset(table, base, read_data, where, BAND_KEYS)
+        )
+        dataset = bands.datasets[0]
+    else:
+        dataset = _dataset(data["dataset"], base, read_data) if imaging else None
     lenses = _galaxies(data.get("lens"), "lens", priors)
     context = ReadContext(dataset, base)
     sources = _galaxies(data.get("source"), "source", priors, context)
@@ -356,7 +372,15 @@ def parse_config(
     if not imaging:
         _check_without_imaging(tracer, priors)
     _check_pixelised(tracer, priors)
-    model = Model(tracer, tuple(priors.items()), point_source)
+    if bands is not None:
+        if context.stages:
+            raise ConfigError(
+                "adapt with several [[dataset]] bands is not supported yet: stage a pixelised "
+                "fit with one [dataset]"
+            )
+        _add_bands(bands, tracer, priors, point_source)
+    names = () if bands is None else tuple(bands.names)
+    model = Model(tracer, tuple(priors.items()), point_source, names)
     search = _search(data.get("search"), backend, model.n_params)
     output = Path(data.get("output", "twinlens_fit"))
     return FitConfig(
@@ -368,7 +392,20 @@ def parse_config(
         title=data.get("title", "twinlens fit"),
         point_source=ps_config,
         adapt=context.stages[0] if context.stages else None,
+        bands=names,
+        datasets=() if bands is None or not read_data else tuple(bands.datasets),
     )
+
+
+def _add_bands(bands: Bands, tracer: Tracer, priors: dict, point_source: Any) -> None:
+    """The bands' own parameters, after the shared ones."""
+    if point_source is not None:
+        raise ConfigError(
+            "[point_source] with several [[dataset]] bands is not supported yet: fit the point "
+            "source with one [dataset]"
+        )
+    check_band_paths(bands, tracer)
+    priors.update(bands.priors)
 
 
 def load_config(path: str | Path, backend: str | None = None) -> FitConfig:

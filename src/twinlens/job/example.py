@@ -174,8 +174,15 @@ def _pair(path: str) -> str:
 
 def config_text(search: dict, backend: str, output: str = "fit_output") -> str:
     """The example's ``fit.toml``."""
+    title = "twinlens example: SIE + shear, Sersic lens light and source"
+    return config_document(title, backend, output, search, model_lines(), (SUB_SIZE, MASK_RADIUS))
+
+
+def model_lines() -> list[str]:
+    """The ``[[lens]]`` and ``[[source]]`` tables of the example's ``fit.toml``: its priors,
+    the lens light's fixed shape, both intensities solved linearly."""
     sie, shear, source = "lenses[0].mass[0]", "lenses[0].mass[1]", "sources[0].light[0]"
-    lines = [
+    return [
         "[[lens]]",
         "[[lens.light]]  # its shape measured earlier: fixed; its intensity solved linearly",
         'type = "LinearSersic"',
@@ -199,8 +206,6 @@ def config_text(search: dict, backend: str, output: str = "fit_output") -> str:
         f"effective_radius = {_toml(_free(f'{source}.effective_radius'))}",
         f"sersic_index = {_toml(_free(f'{source}.sersic_index'))}",
     ]
-    title = "twinlens example: SIE + shear, Sersic lens light and source"
-    return config_document(title, backend, output, search, lines, (SUB_SIZE, MASK_RADIUS))
 
 
 def config_document(
@@ -211,6 +216,7 @@ def config_document(
     body: list[str],
     dataset: tuple[int, float] | None,
     dataset_note: str = "",
+    bands: tuple[str, ...] = (),
 ) -> str:
     """A built-in example's ``fit.toml``: the head every example shares, then its own lines.
 
@@ -227,6 +233,8 @@ def config_document(
         None for an example without imaging.
     dataset_note : str, default ""
         A comment on the ``[dataset]`` line.
+    bands : tuple of str, optional
+        The ``[[dataset]]`` tables of a multi-band example, in place of ``dataset``.
 
     Returns
     -------
@@ -245,7 +253,7 @@ def config_document(
             f"mask_radius = {mask_radius}",
             "",
         ]
-    lines += ["[search]", *(f"{k} = {_toml(v)}" for k, v in search.items()), "", *body]
+    lines += [*bands, "[search]", *(f"{k} = {_toml(v)}" for k, v in search.items()), "", *body]
     return "\n".join(lines) + "\n"
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from twinlens.job import example, timedelay
+from twinlens.job import example, example_multiband, timedelay
 from twinlens.job.example_folder import place_example
 
 __all__ = ["EXAMPLES", "BuiltInExample", "prepare_example"]
@@ -50,6 +50,13 @@ EXAMPLES: dict[str, BuiltInExample] = {
         example.PIXELISED_QUICK_SEARCH,
         example.write_pixelised_example,
         lambda: dict(example.PIXELISED_TRUTH),
+    ),
+    "multiband": BuiltInExample(
+        "twinlens_example_multiband",
+        example_multiband.MULTIBAND_SEARCH,
+        example_multiband.MULTIBAND_QUICK_SEARCH,
+        example_multiband.write_multiband_example,
+        lambda: dict(example_multiband.MULTIBAND_TRUTH),
     ),
     "timedelay": BuiltInExample(
         "twinlens_example_timedelay",

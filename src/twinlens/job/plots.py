@@ -88,7 +88,35 @@ def plot_fit(fit: FitImaging, path: str | Path, title: str | None = None) -> Pat
     """Data, model, normalised residuals and the solved source, side by side; titled
     ``title`` (the job passes the numbers summary.txt prints) or, by default, ``fit``'s own
     log-likelihood and chi^2."""
+    if title is None:
+        title = (
+            f"log-likelihood = {float(fit.log_likelihood):.3f}    chi^2 = "
+            f"{float(fit.chi_squared):.1f} over {fit.dataset.mask_index.size} pixels"
+        )
+    return plot_band_fits([fit], [None], path, title)
+
+
+def plot_band_fits(
+    fits: list[FitImaging], names: list[str | None], path: str | Path, title: str
+) -> Path:
+    """:func:`plot_fit`'s four panels, one row per fit (a multi-band fit's bands, each row
+    headed by its band's ``name`` and chi^2)."""
     plt = _pyplot()
+    fig, rows = plt.subplots(
+        len(fits), 4, figsize=(17, 4 * len(fits)), constrained_layout=True, squeeze=False
+    )
+    for axes, fit, name in zip(rows, fits, names, strict=True):
+        _fit_row(fig, axes, fit)
+        if name is not None:
+            chi2 = f"chi^2 = {float(fit.chi_squared):.1f} / {fit.dataset.mask_index.size}"
+            axes[0].set_ylabel(f"{name}   ({chi2})\ny [arcsec]")
+    fig.suptitle(title)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return Path(path)
+
+
+def _fit_row(fig: Any, axes: Any, fit: FitImaging) -> None:
     extent = _extent(fit)
     grid = fit.dataset.grid
     data = np.where(grid.used, fit.dataset.data, np.nan)
@@ -97,7 +125,6 @@ def plot_fit(fit: FitImaging, path: str | Path, title: str | None = None) -> Pat
     half = 0.5 * (extent[1] - extent[0]) / 2
     source, source_extent = source_plane_image(solved, half)
     _, caustics = critical_curves_and_caustics(solved, extent, n=200)
-    fig, axes = plt.subplots(1, 4, figsize=(17, 4), constrained_layout=True)
     panels = (
         ("data", data, "viridis", (lo, hi), extent),
         ("model", fit.model_image, "viridis", (lo, hi), extent),
@@ -114,15 +141,6 @@ def plot_fit(fit: FitImaging, path: str | Path, title: str | None = None) -> Pat
     axes[3].set_xlim(source_extent[:2])
     axes[3].set_ylim(source_extent[2:])
     axes[0].set_ylabel("y [arcsec]")
-    fig.suptitle(
-        title
-        if title is not None
-        else f"log-likelihood = {float(fit.log_likelihood):.3f}    chi^2 = "
-        f"{float(fit.chi_squared):.1f} over {fit.dataset.mask_index.size} pixels"
-    )
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return Path(path)
 
 
 def plot_lens(tracer: Tracer, extent: tuple[float, float, float, float], path: str | Path) -> Path:

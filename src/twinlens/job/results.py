@@ -44,6 +44,7 @@ from twinlens import __version__, memo
 from twinlens.imaging import fits_io
 from twinlens.job import plots
 from twinlens.job.plots import point_source_half_width
+from twinlens.job.results_bands import band_fits, band_records, write_band_images
 from twinlens.job.summary import (
     draws_corner,
     fit_figure_title,
@@ -164,13 +165,15 @@ def write_results(
     _write_summary(config, result, derived, best, flags, files["summary"])
 
     fit, solved = best.fit, best.solved
+    if best.bands:
+        write_band_images(config.bands, list(best.bands), output, files)
     if fit is not None:
         extent_half = _write_images(fit, solved, output, files)
     else:  # no imaging: a configuration then has a point source
         extent_half = point_source_half_width(config.point_source.likelihood.data.positions)
     if plot:
         say("plots of the fit and the lens")
-        _write_plots(config, result, fit, solved, extent_half, h0_samples, truths, output, files)
+        _write_plots(config, result, best, extent_half, h0_samples, truths, output, files)
     say("COOLEST export")
     note, failure = _export_coolest(config, result, fit, solved, output, files)
 
@@ -193,6 +196,7 @@ class _BestFit:
     fit: FitImaging | None = None
     chi_squared: float | None = None
     n_pixels: int | None = None
+    bands: tuple = ()  # a multi-band fit's fits, one per band (the first is ``fit``)
 
 
 def _write_samples(model: Model, result: Any, output: Path) -> Path:
@@ -255,6 +259,13 @@ def _best_fit(config: Any, result: Any, derived: dict[str, Any]) -> _BestFit:
     ``derived``."""
     model, dataset = config.model, config.dataset
     point_config = getattr(config, "point_source", None)
+    if getattr(config, "bands", ()):
+        fits = band_fits(config, result.max_likelihood)
+        chi_squared = sum(float(f.chi_squared) for f in fits)
+        n_pixels = sum(int(f.dataset.mask_index.size) for f in fits)
+        first = fits[0]
+        solved = first.solved_tracer
+        return _BestFit(first.tracer, solved, first, chi_squared, n_pixels, tuple(fits))
     best = model.instance(result.max_likelihood)
     if dataset is None:  # a point-source fit without imaging
         return _BestFit(best, best)
@@ -358,6 +369,8 @@ def _record(
         "info": _diagnostics(result.info),
         # a staged fit: which earlier fit set its adaptive regularisation (twinlens.job.stages)
         "adapted_from": getattr(config, "adapted_from", None),
+        # a multi-band fit: each band's part of the best fit (chi_squared above is their sum)
+        "bands": band_records(config.bands, list(best.bands)) if best.bands else None,
         # coolest.json, or why it is missing
         "coolest": files["coolest"].name if "coolest" in files else note,
         "fingerprint": fingerprint,
@@ -388,8 +401,7 @@ def _parameter_records(model: Model, result: Any, point: bool) -> dict[str, dict
 def _write_plots(
     config: Any,
     result: Any,
-    fit: FitImaging | None,
-    solved: Any,
+    best: _BestFit,
     extent_half: float,
     h0_samples: Any,
     truths: Any,
@@ -397,13 +409,19 @@ def _write_plots(
     files: dict[str, Path],
 ) -> None:
     """The fit's, the lens's, the point source's and the corner plots, into ``files``."""
-    model = config.model
+    model, fit, solved = config.model, best.fit, best.solved
     point_config = getattr(config, "point_source", None)
     if fit is not None:  # titled with summary.txt's names and numbers
         pixelised = fit.pixelised is not None
-        n_pixels = int(fit.dataset.mask_index.size)
-        title = fit_figure_title(result, model, float(fit.chi_squared), n_pixels, pixelised)
-        if pixelised:
+        bands = best.bands
+        # with imaging _best_fit sets both (a multi-band fit's: sums over the bands)
+        chi_squared, n_pixels = float(best.chi_squared or 0.0), int(best.n_pixels or 0)
+        title = fit_figure_title(result, model, chi_squared, n_pixels, pixelised)
+        if bands:
+            files["fit_plot"] = plots.plot_band_fits(
+                list(bands), list(config.bands), output / "fit.png", title
+            )
+        elif pixelised:
             from twinlens.job.pixelised import plot_pixelised_fit
 
             files["fit_plot"] = plot_pixelised_fit(fit, output / "fit.png", title)
@@ -454,7 +472,7 @@ def _export_coolest(
     def described(path: str) -> bool:
         # COOLEST describes the lens, the sources' light and a pixelised source's
         # regularisation coefficient (its lambda), not a point source (result.json has it)
-        if path.startswith("point_source."):
+        if path.startswith(("point_source.", "band.")):  # nor a band's own parameter
             return False
         return ".pixelization." not in path or path.endswith(".regularization.coefficient")
 

@@ -17,7 +17,6 @@ array).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -40,22 +39,12 @@ from twinlens.likelihood.batched import (
     run_jax_rows,
 )
 from twinlens.messages import shown
-from twinlens.model.paths import get_path
+from twinlens.model.paths import BAND_NAME, band_path, get_path
 
-__all__ = ["BAND_NAME", "MultiBandLikelihood", "band_path"]
+__all__ = ["MultiBandLikelihood"]
 
-#: a band's name: letters, digits, ``_`` and ``-`` (it stands in parameter paths)
-BAND_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
-_BAND_PATH = re.compile(r"^band\.([^.]+)\.(.+)$")
 #: vectors per JAX chunk (a power of two; padded with the reference vector)
 JAX_CHUNK = 64
-
-
-def band_path(path: str) -> tuple[str | None, str]:
-    """``(band name, model path)`` of a free parameter's path; the name is None when the
-    parameter is shared by every band."""
-    match = _BAND_PATH.match(path)
-    return (match.group(1), match.group(2)) if match else (None, path)
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,7 +20,7 @@ import numpy as np
 from twinlens.fields import ValueIdentity, static_field, value_key
 from twinlens.lensing.tracer import Tracer
 from twinlens.messages import shown
-from twinlens.model.paths import POINT_SOURCE, get_path, parameter_paths, set_paths
+from twinlens.model.paths import POINT_SOURCE, band_path, get_path, parameter_paths, set_paths
 from twinlens.model.priors import Prior
 
 __all__ = ["Model", "latex_label", "path_from_latex_label"]
@@ -54,6 +54,9 @@ _LABELS = {
 
 def latex_label(path: str) -> str:
     r"""A LaTeX label for a parameter path, e.g. ``\theta_{\rm E}^{\rm lens\,0\,m0}``."""
+    band, inner = band_path(path)
+    if band is not None:  # a band's own parameter: the shared label, and the band
+        return rf"{latex_label(inner)}\,({{\rm {band}}})"
     head, _, last = path.rpartition(".")
     name = _LABELS.get(last, last.replace("_", r"\_"))
     if head == "point_source":
@@ -104,16 +107,22 @@ class Model(ValueIdentity):
         A lensed point source's parameters
         (:class:`~twinlens.likelihood.point_source.PointSource`), named by paths that start
         with ``point_source.`` (``point_source.time_delay_distance``).
+    bands : tuple of str, optional
+        The names of the imaging bands of a multi-band fit
+        (:class:`~twinlens.likelihood.MultiBandLikelihood`): a path ``band.<name>.<path>``
+        is a parameter of that band alone, its start the tracer's value at ``<path>``.
     """
 
     tracer: Tracer = static_field()
     priors: Any = static_field(default=())
     point_source: Any = static_field(default=None)
+    bands: tuple = static_field(default=())
 
     def __post_init__(self) -> None:
         if isinstance(self.priors, dict):
             object.__setattr__(self, "priors", tuple(self.priors.items()))
         object.__setattr__(self, "priors", tuple(tuple(p) for p in self.priors))
+        object.__setattr__(self, "bands", tuple(self.bands))
         super().__post_init__()
         if not isinstance(self.tracer, Tracer):
             raise TypeError(f"Model.tracer must be a Tracer, got {type(self.tracer).__name__}")
@@ -129,6 +138,7 @@ class Model(ValueIdentity):
                 )
         seen = set()
         free_paths = set(self.scalar_paths())
+        free_paths |= {f"band.{b}.{p}" for b in self.bands for p in parameter_paths(self.tracer)}
         for item in self.priors:
             if len(item) != 2 or not isinstance(item[0], str) or not isinstance(item[1], Prior):
                 raise TypeError(
@@ -160,7 +170,12 @@ class Model(ValueIdentity):
 
     def value(self, path: str) -> Any:
         """The value at ``path`` (in the tracer, or in the point source for
-        ``point_source.`` paths)."""
+        ``point_source.`` paths; a band's own path starts at the tracer's value)."""
+        band, inner = band_path(path)
+        if band is not None:
+            if band not in self.bands:
+                raise KeyError(f"{path!r}: the model has no band {band!r} (bands: {self.bands})")
+            return get_path(self.tracer, inner)
         if path.startswith(POINT_SOURCE):
             if self.point_source is None:
                 raise KeyError(f"{path!r}: the model has no point source")
@@ -253,9 +268,20 @@ class Model(ValueIdentity):
         values = {
             p: float(x)
             for p, x in zip(self.paths, v, strict=True)
-            if not p.startswith(POINT_SOURCE)
+            if not p.startswith((POINT_SOURCE, "band."))
         }
         return set_paths(self.tracer, values, False)
+
+    def band_instance(self, vector: Any, band: str) -> Tracer:
+        """The tracer that ``band`` sees at ``vector``: :meth:`instance` with the band's own
+        parameters in place of the shared ones."""
+        v = np.asarray(vector, dtype=float).reshape(-1)
+        own = {}
+        for p, x in zip(self.paths, v, strict=True):
+            name, inner = band_path(p)
+            if name == band:
+                own[inner] = float(x)
+        return set_paths(self.instance(v), own, False)
 
     def point_source_instance(self, vector: Any) -> Any:
         """The point source at ``vector`` (None when the model has none)."""

@@ -19,9 +19,15 @@ from twinlens.fields import ValueIdentity
 
 #: the prefix of a point source's parameter paths (``point_source.centre[0]``)
 POINT_SOURCE = "point_source."
+#: a band's name: letters, digits, ``_`` and ``-`` (it stands in a band's own parameter paths,
+#: ``band.<name>.<path>``, of a multi-band fit)
+BAND_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
+_BAND_PATH = re.compile(r"^band\.([^.]+)\.(.+)$")
 
 __all__ = [
+    "BAND_NAME",
     "POINT_SOURCE",
+    "band_path",
     "get_path",
     "parameter_paths",
     "parameter_unit",
@@ -30,6 +36,13 @@ __all__ = [
 ]
 
 _TOKEN = re.compile(r"([A-Za-z_]\w*)((?:\[\d+\])*)")
+
+
+def band_path(path: str) -> tuple[str | None, str]:
+    """``(band name, model path)`` of a free parameter's path; the name is None when the
+    parameter is shared by every band."""
+    match = _BAND_PATH.match(path)
+    return (match.group(1), match.group(2)) if match else (None, path)
 
 
 def _is_number(value: Any) -> bool:

@@ -25,6 +25,7 @@ import numpy as np
 from twinlens.backend import resolve_backend
 from twinlens.fields import key_digest, result_digest, value_digest
 from twinlens.likelihood.batched import ImagingLikelihood
+from twinlens.likelihood.multiband import MultiBandLikelihood
 from twinlens.messages import shown
 from twinlens.model.model import Model
 
@@ -161,7 +162,8 @@ class Objective:
         point_source: Any = None,
     ) -> Objective:
         """The objective of ``model`` fitted to the imaging ``dataset`` on ``backend``
-        (default: the process default backend); with a ``point_source`` likelihood
+        (default: the process default backend); for a model with bands, ``dataset`` is one
+        dataset per band, in the order of ``model.bands``; with a ``point_source`` likelihood
         (:class:`~twinlens.likelihood.point_source.PointSourceLikelihood`) and a model with
         a point source, the two log-likelihoods are added."""
         if (point_source is None) != (model.point_source is None):
@@ -169,8 +171,17 @@ class Objective:
                 "Objective.build: a point-source likelihood needs a model with a point source "
                 "(Model(..., point_source=PointSource(...))), and the reverse"
             )
-        if point_source is None:
-            likelihood: Any = ImagingLikelihood(dataset, model.tracer, model.paths)
+        if model.bands:
+            if point_source is not None:
+                raise ValueError(
+                    "Objective.build: a point source with several imaging bands is not "
+                    "supported yet; fit the point source with one band"
+                )
+            likelihood: Any = MultiBandLikelihood(
+                tuple(dataset), model.bands, model.tracer, model.paths
+            )
+        elif point_source is None:
+            likelihood = ImagingLikelihood(dataset, model.tracer, model.paths)
         else:
             from twinlens.likelihood.joint import JointLikelihood
 
@@ -231,14 +242,18 @@ class Objective:
         and model (its profiles and fixed values), and each free parameter's
         prior in words. Starting values and the backend are not part of it (both backends
         give the same ``log L``, so a run may resume on the other one)."""
-        dataset = self.likelihood.dataset
-        parts = {}
-        if dataset is not None:  # a point-source fit may have no imaging
-            parts = {
-                "data": dataset.data,
-                "noise map": dataset.noise_map,
-                "PSF": dataset.psf,
-                "mask and grid": dataset.grid,
+        bands = getattr(self.likelihood, "names", None)
+        datasets = getattr(self.likelihood, "datasets", (self.likelihood.dataset,))
+        parts: dict[str, Any] = {}
+        for i, dataset in enumerate(datasets):
+            if dataset is None:  # a point-source fit may have no imaging
+                continue
+            band = "" if bands is None else f"{bands[i]} "
+            parts |= {
+                f"{band}data": dataset.data,
+                f"{band}noise map": dataset.noise_map,
+                f"{band}PSF": dataset.psf,
+                f"{band}mask and grid": dataset.grid,
             }
         record = {"free parameters": ", ".join(self.paths)}
         record.update({key: value_digest(value, key).hex() for key, value in parts.items()})

@@ -1,0 +1,161 @@
+"""Multi-band fits through the job: ``[[dataset]]`` tables, a band's own parameters, results
+per band, and a rerun after one band's data changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from twinlens.grids import Grid2D
+from twinlens.imaging import fits_io
+from twinlens.imaging.dataset import simulate
+from twinlens.imaging.psf import PSF
+from twinlens.job import run_fit
+from twinlens.job.config import ConfigError, load_config
+from twinlens.lensing.tracer import Galaxy, Tracer
+from twinlens.light import Sersic
+from twinlens.mass import SIE
+
+THETA_E = 0.9
+#: (pixels, pixel scale, PSF FWHM, source effective radius, source intensity) per band
+BANDS = {"blue": (30, 0.08, 0.12, 0.25, 2.0), "red": (16, 0.15, 0.25, 0.32, 1.0)}
+OWN = "sources[0].light[0].effective_radius"
+
+
+def _write_bands(directory: Path) -> None:
+    for i, (name, (n, scale, fwhm, radius, intensity)) in enumerate(BANDS.items()):
+        truth = Tracer(
+            Galaxy(mass=SIE((0.0, 0.0), (0.1, 0.0), THETA_E)),
+            Galaxy(light=Sersic((0.05, 0.0), (0.0, 0.1), radius, 1.0, intensity)),
+        )
+        psf = PSF.gaussian(fwhm, scale, 5)
+        data = simulate(truth, Grid2D.uniform(n, scale, 2), psf, noise_sigma=0.02, seed=i)
+        (directory / name).mkdir(exist_ok=True)
+        fits_io.write_image(directory / name / "data.fits", data.data, scale, True)
+        fits_io.write_image(directory / name / "noise_map.fits", data.noise_map, scale, True)
+        fits_io.write_image(directory / name / "psf.fits", psf.kernel, scale, True)
+
+
+def _band(name: str, extra: str = "") -> str:
+    return f"""
+[[dataset]]
+name = "{name}"
+data = "{name}/data.fits"
+noise_map = "{name}/noise_map.fits"
+psf = "{name}/psf.fits"
+sub_size = 2
+{extra}
+"""
+
+
+CONFIG = """
+output = "out"
+{bands}
+[search]
+name = "nautilus"
+n_live = 60
+n_eff = 300
+seed = 2
+
+[[lens]]
+[[lens.mass]]
+type = "SIE"
+centre = [0.0, 0.0]
+ell_comps = [0.1, 0.0]
+einstein_radius = {{uniform = [0.5, 1.5]}}
+
+[[source]]
+[[source.light]]
+type = "LinearSersic"
+centre = [0.05, 0.0]
+ell_comps = [0.0, 0.1]
+effective_radius = {{uniform = [0.1, 0.6], start = 0.3}}
+sersic_index = 1.0
+"""
+OWN_PRIOR = f'own = {{"{OWN}" = {{uniform = [0.1, 0.6]}}}}'
+
+
+def _config(directory: Path, bands: str | None = None) -> Path:
+    if bands is None:
+        bands = _band("blue") + _band("red", OWN_PRIOR)
+    path = directory / "fit.toml"
+    path.write_text(CONFIG.format(bands=bands))
+    return path
+
+
+def test_a_two_band_fit_writes_each_bands_results_and_recovers_the_colour_gradient(
+    tmp_path, capsys
+):
+    _write_bands(tmp_path)
+    config = load_config(_config(tmp_path))
+    assert config.bands == ("blue", "red")
+    assert config.model.paths[-1] == f"band.red.{OWN}"
+    run_fit(config, progress=False, plot=True)
+    out = tmp_path / "out"
+    record = json.loads((out / "result.json").read_text())
+    bands = record["bands"]
+    assert set(bands) == {"blue", "red"}
+    assert record["chi_squared"] == pytest.approx(
+        bands["blue"]["chi_squared"] + bands["red"]["chi_squared"], rel=1e-12
+    )
+    assert record["n_pixels"] == 30 * 30 + 16 * 16
+    for name, (n, *_) in BANDS.items():
+        model, _ = fits_io.read_image(out / name / "model.fits")
+        assert model.shape == (n, n)
+        assert (out / name / "normalized_residuals.fits").is_file()
+        assert bands[name]["solved_intensities"][0] > 0
+    assert (out / "fit.png").is_file()
+    # each band's radius within its 95% interval, and the two told apart
+    params = record["parameters"]
+    for path, truth in ((OWN, BANDS["blue"][3]), (f"band.red.{OWN}", BANDS["red"][3])):
+        p = params[path]
+        half = 2 * 0.5 * (p["upper_68"] - p["lower_68"])
+        assert abs(p["median"] - truth) < half, path
+    assert params[f"band.red.{OWN}"]["lower_68"] > params[OWN]["upper_68"]
+    header = (out / "samples.csv").read_text().splitlines()[0]
+    assert f"band.red.{OWN}" in header
+
+
+def test_changing_one_bands_data_refits_and_says_which(tmp_path, capsys):
+    _write_bands(tmp_path)
+    run_fit(load_config(_config(tmp_path)), progress=False, plot=False)
+    first = (tmp_path / "out" / "result.json").read_text()
+    data, scale = fits_io.read_image(tmp_path / "red" / "data.fits")
+    fits_io.write_image(tmp_path / "red" / "data.fits", np.asarray(data) * 1.01, scale, True)
+    capsys.readouterr()
+    run_fit(load_config(_config(tmp_path)), progress=False, plot=False)
+    said = capsys.readouterr().out
+    assert "red data" in said and "blue data" not in said
+    (aside,) = tmp_path.glob("out.stale-*")
+    assert (aside / "result.json").read_text() == first
+
+
+@pytest.mark.parametrize(
+    ("bands", "message"),
+    [
+        (_band("blue") + _band("blue"), r'name = "blue" is given twice'),
+        (_band("blue").replace('name = "blue"', 'name = "2x"'), r'name = "2x": each band'),
+        (
+            _band("blue")
+            + _band("red", 'own = {"sources[0].light[0].radius" = {uniform = [0, 1]}}'),
+            r'"red"\.own\."sources\[0\]\.light\[0\]\.radius": the model has no scalar parameter',
+        ),
+        (
+            _band("blue") + _band("red", f'own = {{"{OWN}" = {{uniform = [0.4, 0.6]}}}}'),
+            r"starts at the model's value 0.3, which lies outside its prior",
+        ),
+        (
+            _band("blue") + _band("red", f'own = {{"{OWN}" = 0.3}}'),
+            r"needs a prior table",
+        ),
+        (_band("blue", "colour = 1"), r'\[\[dataset\]\] "blue": unknown entries colour'),
+        (_band("blue").replace('data = "blue/data.fits"\n', ""), r'"blue" needs data'),
+    ],
+)
+def test_bad_band_tables_are_refused_with_their_names(tmp_path, bands, message):
+    _write_bands(tmp_path)
+    with pytest.raises(ConfigError, match=message):
+        load_config(_config(tmp_path, bands))
