@@ -313,34 +313,11 @@ def parse_config(
     ``read_data=False`` checks everything but reads no data file (``dataset`` is then None):
     a catalogue checks every lens's configuration so before any fit starts."""
     base = Path(base)
-    unknown = sorted(set(data) - set(_SECTIONS))
-    if unknown:
-        raise ConfigError(
-            f"unknown sections {', '.join(unknown)}; expected {', '.join(_SECTIONS)}"
-            f"{_suggest(unknown[0], _SECTIONS)}"
-        )
-    for key in ("title", "output"):
-        if key in data and not isinstance(data[key], str):
-            raise ConfigError(f"{key} = {_show(data[key])}: expected text in quotes")
-    raw_backend = data.get("backend", "numba") if backend is None else backend
-    try:
-        backend = check_backend(raw_backend)
-    except ValueError:
-        raise ConfigError(
-            f"backend = {_show(raw_backend)}: unknown backend; choose one of "
-            f"{', '.join(BACKENDS)}{_suggest(raw_backend, BACKENDS)}"
-        ) from None
+    backend = _check_head(data, backend)
     priors: dict[str, Prior] = {}
     imaging = "dataset" in data
     # read first: a k-means source mesh clusters on the data's grid (the first band's)
-    bands = None
-    if imaging and isinstance(data["dataset"], list):
-        bands = read_bands(
-            data["dataset"], lambda table, where: _dataset(table, base, read_data, where, BAND_KEYS)
-        )
-        dataset = bands.datasets[0]
-    else:
-        dataset = _dataset(data["dataset"], base, read_data) if imaging else None
+    dataset, bands = _imaging(data, base, read_data) if imaging else (None, None)
     lenses = _galaxies(data.get("lens"), "lens", priors)
     context = ReadContext(dataset, base)
     sources = _galaxies(data.get("source"), "source", priors, context)
@@ -373,12 +350,7 @@ def parse_config(
         _check_without_imaging(tracer, priors)
     _check_pixelised(tracer, priors)
     if bands is not None:
-        if context.stages:
-            raise ConfigError(
-                "adapt with several [[dataset]] bands is not supported yet: stage a pixelised "
-                "fit with one [dataset]"
-            )
-        _add_bands(bands, tracer, priors, point_source)
+        _add_bands(bands, tracer, priors, point_source, bool(context.stages))
     names = () if bands is None else tuple(bands.names)
     model = Model(tracer, tuple(priors.items()), point_source, names)
     search = _search(data.get("search"), backend, model.n_params)
@@ -397,8 +369,46 @@ def parse_config(
     )
 
 
-def _add_bands(bands: Bands, tracer: Tracer, priors: dict, point_source: Any) -> None:
+def _check_head(data: dict, backend: str | None) -> str:
+    """The file's sections, title and output checked; the backend (``backend``, the command
+    line's, in place of the file's)."""
+    unknown = sorted(set(data) - set(_SECTIONS))
+    if unknown:
+        raise ConfigError(
+            f"unknown sections {', '.join(unknown)}; expected {', '.join(_SECTIONS)}"
+            f"{_suggest(unknown[0], _SECTIONS)}"
+        )
+    for key in ("title", "output"):
+        if key in data and not isinstance(data[key], str):
+            raise ConfigError(f"{key} = {_show(data[key])}: expected text in quotes")
+    raw_backend = data.get("backend", "numba") if backend is None else backend
+    try:
+        return check_backend(raw_backend)
+    except ValueError:
+        raise ConfigError(
+            f"backend = {_show(raw_backend)}: unknown backend; choose one of "
+            f"{', '.join(BACKENDS)}{_suggest(raw_backend, BACKENDS)}"
+        ) from None
+
+
+def _imaging(data: dict, base: Path, read_data: bool) -> tuple[Imaging | None, Bands | None]:
+    """The ``[dataset]`` table, or the ``[[dataset]]`` tables of several bands (the dataset
+    is then the first band's)."""
+    if isinstance(data["dataset"], list):
+        bands = read_bands(
+            data["dataset"], lambda table, where: _dataset(table, base, read_data, where, BAND_KEYS)
+        )
+        return bands.datasets[0], bands
+    return _dataset(data["dataset"], base, read_data), None
+
+
+def _add_bands(bands: Bands, tracer: Tracer, priors: dict, point_source: Any, staged: bool) -> None:
     """The bands' own parameters, after the shared ones."""
+    if staged:
+        raise ConfigError(
+            "adapt with several [[dataset]] bands is not supported yet: stage a pixelised fit "
+            "with one [dataset]"
+        )
     if point_source is not None:
         raise ConfigError(
             "[point_source] with several [[dataset]] bands is not supported yet: fit the point "
