@@ -95,7 +95,7 @@ def test_a_matrix_that_is_not_positive_definite_says_so_with_finite_stand_ins():
     a, b = _system(p, jnp, 3)
     log_det, x, ok = spd_log_det_solve(a, b)
     assert not bool(ok)
-    assert np.isfinite(float(log_det)) and np.all(np.isfinite(np.asarray(x)))
+    assert float(log_det) == 0.0 and np.all(np.asarray(x) == 0.0)
 
     def guarded(q):
         log_det, x, ok = spd_log_det_solve(*_system(q, jnp, 3))

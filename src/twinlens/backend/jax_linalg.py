@@ -34,7 +34,7 @@ def _kernels() -> tuple[Any, Any]:
 
 def _factor(a: Any) -> tuple[Any, Any, Any]:
     """The Cholesky factor of ``a``, or the identity where ``a`` is not positive definite;
-    ``ln det a`` (with the failed pivots taken as 1) and whether it succeeded."""
+    ``ln det a`` (0 where it failed) and whether it succeeded."""
     jnp = jax_runtime.load().numpy
     cholesky, _ = _kernels()
     factor = cholesky(a)
@@ -50,14 +50,19 @@ def _log_det_solve() -> Any:
     jnp = jax.numpy
     _, cho_solve = _kernels()
 
+    def solve(a: Any, b: Any) -> tuple[Any, Any, Any, Any]:
+        factor, log_det, ok = _factor(a)
+        # zeros where a failed: nothing non-finite in the value or in the backward pass
+        x = jnp.where(ok, cho_solve(factor, b), 0.0)
+        return factor, log_det, x, ok
+
     @jax.custom_vjp
     def log_det_solve(a: Any, b: Any) -> tuple[Any, Any, Any]:
-        factor, log_det, ok = _factor(a)
-        return log_det, cho_solve(factor, b), ok
+        _, log_det, x, ok = solve(a, b)
+        return log_det, x, ok
 
     def forward(a: Any, b: Any) -> tuple[tuple[Any, Any, Any], tuple[Any, Any]]:
-        factor, log_det, ok = _factor(a)
-        x = cho_solve(factor, b)
+        factor, log_det, x, ok = solve(a, b)
         return (log_det, x, ok), (factor, x)
 
     def backward(saved: tuple[Any, Any], cotangents: tuple[Any, Any, Any]) -> tuple[Any, Any]:
@@ -80,6 +85,6 @@ def spd_log_det_solve(a: Any, b: Any) -> tuple[Any, Any, Any]:
     """``(ln det a, a^-1 b, ok)`` for a symmetric positive definite ``a (n, n)`` and
     ``b (n,)`` or ``(n, k)`` (``k = 0`` for the determinant alone), by one Cholesky
     factorisation. Where ``a`` is not positive definite, ``ok`` is False and the other two are
-    finite stand-ins (the identity's solve), so no NaN reaches a gradient. Differentiable in
-    reverse mode; a ``vmap`` on a CPU loops over its members (see the module's documentation)."""
+    zeros, so that no NaN reaches a gradient. Differentiable in reverse mode; a ``vmap`` on a
+    CPU loops over its members (see the module's documentation)."""
     return _log_det_solve()(a, b)
