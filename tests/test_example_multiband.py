@@ -50,4 +50,5 @@ def test_the_multiband_example_recovers_its_truths_and_narrows_the_lens(tmp_path
         alone = _widths(_one_band(tmp_path, name))
         ratios = {p: both[p] / alone[p] for p in LENS}
         print(f"lens widths, both bands / {name} alone:", json.dumps(ratios))
-        assert all(r < 1.0 for r in ratios.values()), (name, ratios)
+        # each band alone leaves the lens wider by well over the widths' sampling noise
+        assert all(r < 0.95 for r in ratios.values()), (name, ratios)

@@ -2,8 +2,8 @@
 
 Like HST's F814W and F160W: 0.05" pixels with a narrow PSF (FWHM 0.08"), and 0.13" pixels with
 a broad one (0.18"). The lens galaxy is red (four times brighter in F160W than in F814W), its
-source blue (2.5 times brighter in F814W) and a little larger in the red band (a colour gradient:
-its effective radius is 0.3" in F814W, 0.36" in F160W). ``fit.toml`` fits both bands at once
+source bluer (a little brighter in F814W) and a little larger in the red band (a colour
+gradient: its effective radius is 0.3" in F814W, 0.36" in F160W). ``fit.toml`` fits both bands at once
 (:class:`~twinlens.likelihood.MultiBandLikelihood`): the lens and the source's shape shared,
 each band's intensities solved on their own, and the source's F160W effective radius free for
 that band alone. 14 free parameters.
@@ -38,11 +38,13 @@ __all__ = [
 #: How each band is taken: pixels and scale chosen so both cover about 4" (80 x 0.05",
 #: 31 x 0.13"), PSF kernels reaching 6 sigma.
 BANDS = {
-    "F814W": Imaging(80, 0.05, 0.08, 9, 0.04),
-    "F160W": Imaging(31, 0.13, 0.18, 5, 0.03),
+    "F814W": Imaging(80, 0.05, 0.08, 9, 0.08),
+    "F160W": Imaging(31, 0.13, 0.18, 5, 0.02),
 }
-#: Each band's (source intensity, lens-light intensity, source effective radius).
-BAND_LIGHT = {"F814W": (0.25, 0.1, 0.3), "F160W": (0.1, 0.4, 0.36)}
+#: Each band's (source intensity, lens-light intensity, source effective radius). The noise
+#: and intensities make each band carry a comparable share of the information on the lens
+#: (the larger F160W pixels collect more light each: less noise per pixel).
+BAND_LIGHT = {"F814W": (0.25, 0.1, 0.3), "F160W": (0.2, 0.4, 0.36)}
 SUB_SIZE, MASK_RADIUS = 2, 1.8
 #: The source's effective radius in F160W, free for that band alone.
 OWN = "sources[0].light[0].effective_radius"
