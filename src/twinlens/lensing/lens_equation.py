@@ -233,9 +233,6 @@ class ImageSolver(ValueIdentity):
         if not np.all(np.isfinite(src)):
             raise ValueError("source must hold finite positions (x, y), arcsec; got NaN or inf")
         flat = src.reshape(-1, 2)
-        # the grid's mapping (every vertex deflected) is large work: on every thread; the
-        # search and Newton steps of a few sources are not
-        self._mapped(tracer, b)
         with _serial_when_small(flat.shape[0], b):
             images = self._solve_host(tracer, flat, b)
         batch = src.shape[:-1]
