@@ -159,3 +159,51 @@ def test_bad_band_tables_are_refused_with_their_names(tmp_path, bands, message):
     _write_bands(tmp_path)
     with pytest.raises(ConfigError, match=message):
         load_config(_config(tmp_path, bands))
+
+
+def _band_catalogue(folder: Path, rows: str) -> Path:
+    template = CONFIG.format(bands=_band("blue") + _band("red", OWN_PRIOR))
+    for name in BANDS:  # the template names no files: each lens's row does
+        for kind in ("data", "noise_map", "psf"):
+            template = template.replace(f'{kind} = "{name}/{kind}.fits"\n', "")
+    (folder / "template.toml").write_text(template.replace('output = "out"\n', ""))
+    (folder / "lenses.csv").write_text(rows)
+    path = folder / "catalogue.toml"
+    path.write_text('template = "template.toml"\ncatalogue = "lenses.csv"\noutput = "cat"\n')
+    return path
+
+
+BAND_COLUMNS = ",".join(f"{b}.{k}" for b in BANDS for k in ("data", "noise_map", "psf"))
+BAND_FILES = ",".join(f"{b}/{k}.fits" for b in BANDS for k in ("data", "noise_map", "psf"))
+
+
+def test_a_catalogue_of_multiband_lenses_names_each_bands_files(tmp_path):
+    from twinlens.catalogue import load_catalogue, run_catalogue
+
+    _write_bands(tmp_path)
+    rows = f"id,{BAND_COLUMNS}\nx,{BAND_FILES}\n"
+    table = run_catalogue(load_catalogue(_band_catalogue(tmp_path, rows)), workers=1, plot=False)
+    assert [str(r["status"]) for r in table] == ["done"]
+    record = json.loads((tmp_path / "cat" / "lenses" / "x" / "result.json").read_text())
+    assert set(record["bands"]) == {"blue", "red"}
+    assert (tmp_path / "cat" / "lenses" / "x" / "red" / "model.fits").is_file()
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        (
+            f"id,{BAND_COLUMNS},data\nx,{BAND_FILES},d.fits\n",
+            r"column data: the template has bands",
+        ),
+        (
+            "id,blue.data,blue.noise_map,blue.psf\nx,a.fits,b.fits,c.fits\n",
+            r"lens x: no red.data, red.noise_map, red.psf",
+        ),
+    ],
+)
+def test_multiband_catalogue_mistakes_name_the_band(tmp_path, rows, message):
+    from twinlens.catalogue import CatalogueError, load_catalogue
+
+    with pytest.raises(CatalogueError, match=message):
+        load_catalogue(_band_catalogue(tmp_path, rows))

@@ -20,6 +20,10 @@ the parameter's prior. Relative paths are relative to the catalogue file (a CSV'
 Columns ``truth.<model path>`` (``truth.lenses[0].mass[0].einstein_radius``) give known true
 values of simulated lenses, drawn on the plots and used for the calibration.
 
+A template with several bands (``[[dataset]]`` tables, docs/multiband.rst) takes each band's
+files and settings in columns ``<band>.data``, ``<band>.noise_map``, ``<band>.psf`` (and
+``<band>.mask``, ``<band>.pixel_scale``, ``<band>.mask_radius``, ``<band>.sub_size``).
+
 Instead of ``template`` and ``catalogue``, ``configurations = "folder"`` names a folder of
 ready fit configurations, one lens each (``<id>.toml``).
 
@@ -174,6 +178,9 @@ def _truths(row: dict, where: str) -> dict | None:
 
 def _lens_config(template: dict, row: dict, where: str) -> dict:
     config = copy.deepcopy(template)
+    bands = config.get("dataset")
+    if isinstance(bands, list):  # [[dataset]] tables: each band's files in <band>.<column>
+        return _band_lens_config(config, bands, row, where)
     dataset = dict(config.get("dataset", {}))
     for key in _DATA_COLUMNS:  # the template's own files are never a lens's
         dataset.pop(key, None)
@@ -189,6 +196,37 @@ def _lens_config(template: dict, row: dict, where: str) -> dict:
         raise CatalogueError(f"{where}: no {', '.join(missing)} (FITS file paths)")
     config["dataset"] = dataset
     config.pop("output", None)  # each lens writes into the catalogue's folder
+    return config
+
+
+def _band_lens_config(config: dict, bands: list, row: dict, where: str) -> dict:
+    """A multi-band template's lens: columns ``<band>.data``, ``<band>.noise_map``, ...
+    give each band's files and settings (docs/multiband.rst)."""
+    tables = {}
+    for table in bands:
+        name = table.get("name") if isinstance(table, dict) else None
+        if not isinstance(name, str):
+            raise CatalogueError(f"{where}: the template's [[dataset]] tables each need a name")
+        tables[name] = {k: v for k, v in table.items() if k not in _DATA_COLUMNS}
+    for key, value in row.items():
+        if key == "id" or key.startswith(TRUTH_PREFIX):
+            continue
+        band, _, column = key.partition(".")
+        if band in tables and column in _DATASET_COLUMNS:
+            tables[band][column] = value
+        elif key in _DATASET_COLUMNS:
+            raise CatalogueError(
+                f"{where}, column {key}: the template has bands ({', '.join(tables)}); name a "
+                f"band's file as <band>.{key} (e.g. {next(iter(tables))}.{key})"
+            )
+        else:
+            _override(config, key, value, f"{where}, column {key}")
+    for name, table in tables.items():
+        missing = [f"{name}.{k}" for k in ("data", "noise_map", "psf") if k not in table]
+        if missing:
+            raise CatalogueError(f"{where}: no {', '.join(missing)} (FITS file paths)")
+    config["dataset"] = list(tables.values())
+    config.pop("output", None)
     return config
 
 
