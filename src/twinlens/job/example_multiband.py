@@ -3,8 +3,8 @@
 Like HST's F814W and F160W: 0.05" pixels with a narrow PSF (FWHM 0.08"), and 0.13" pixels with
 a broad one (0.18"). The lens galaxy is red (four times brighter in F160W than in F814W), its
 source bluer (a little brighter in F814W) and a little larger in the red band (a colour
-gradient: its effective radius is 0.3" in F814W, 0.36" in F160W). ``fit.toml`` fits both bands at once
-(:class:`~twinlens.likelihood.MultiBandLikelihood`): the lens and the source's shape shared,
+gradient: its effective radius is 0.3" in F814W, 0.36" in F160W). ``fit.toml`` fits both bands
+at once (:class:`~twinlens.likelihood.MultiBandLikelihood`): the lens and the source's shape shared,
 each band's intensities solved on their own, and the source's F160W effective radius free for
 that band alone. 14 free parameters.
 """

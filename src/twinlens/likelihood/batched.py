@@ -64,6 +64,9 @@ from twinlens.user_warnings import warn_user
 __all__ = ["ImagingLikelihood"]
 
 NUMBA_CHUNK = 8
+#: vectors per JAX chunk of a joint or multi-band likelihood (a power of two; padded with the
+#: reference vector)
+JAX_CHUNK = 64
 CPU_VMAP_WIDTH = 1
 
 
@@ -204,12 +207,7 @@ class ImagingLikelihood(ValueIdentity):
         return finite_or_minus_inf(out)
 
     def _check_vectors(self, values: np.ndarray) -> np.ndarray:
-        if values.ndim != 2 or values.shape[1] != self.n_params:
-            raise ValueError(
-                f"vectors must have shape (n_batch, {self.n_params}) for the free parameters "
-                f"{self.free}, got {values.shape}"
-            )
-        return values
+        return check_vectors(values, self.free)
 
     def _array_chunk(
         self, values: np.ndarray, backend: str, point_columns: Any = None
@@ -322,6 +320,17 @@ def checked_rows(build: Callable[[list], Any], values: np.ndarray) -> tuple[np.n
     for c in conditions:
         valid &= np.broadcast_to(np.asarray(c, dtype=bool).reshape(-1), valid.shape)
     return valid, built
+
+
+def check_vectors(values: np.ndarray, free: tuple) -> np.ndarray:
+    """``values`` as given, once checked to be ``(n_batch, len(free))``: one column per free
+    parameter."""
+    if values.ndim != 2 or values.shape[1] != len(free):
+        raise ValueError(
+            f"vectors must have shape (n_batch, {len(free)}) for the free parameters {free}, "
+            f"got {values.shape}"
+        )
+    return values
 
 
 def finite_or_minus_inf(out: np.ndarray) -> np.ndarray:

@@ -38,11 +38,13 @@ from twinlens.imaging.point_images import (
 from twinlens.lensing.lens_equation import _serial_when_small
 from twinlens.lensing.tracer import Tracer
 from twinlens.likelihood.batched import (
+    JAX_CHUNK,
     NUMBA_CHUNK,
     ImagingLikelihood,
     _jax_single,
     batch_of_models,
     check_jax_vectors,
+    check_vectors,
     checked_rows,
     finite_or_minus_inf,
     jax_batch,
@@ -59,9 +61,6 @@ from twinlens.model.paths import POINT_SOURCE, get_path, parameter_paths, set_pa
 from twinlens.profiles.checks import collect_validity
 
 __all__ = ["JointLikelihood"]
-
-#: vectors per JAX chunk (a power of two; padded with the reference vector)
-JAX_CHUNK = 64
 
 
 @dataclass(frozen=True, eq=False)
@@ -179,12 +178,7 @@ class JointLikelihood(ValueIdentity):
         return self._members([float(x) for x in v])
 
     def _check_vectors(self, values: np.ndarray) -> np.ndarray:
-        if values.ndim != 2 or values.shape[1] != self.n_params:
-            raise ValueError(
-                f"vectors must have shape (n_batch, {self.n_params}) for the free parameters "
-                f"{self.free}, got {values.shape}"
-            )
-        return values
+        return check_vectors(values, self.free)
 
     # -- evaluation ----------------------------------------------------------------------------
 

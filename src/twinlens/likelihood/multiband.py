@@ -30,9 +30,11 @@ from twinlens.fields import ValueIdentity, static_field
 from twinlens.imaging.dataset import Imaging
 from twinlens.lensing.tracer import Tracer
 from twinlens.likelihood.batched import (
+    JAX_CHUNK,
     ImagingLikelihood,
     _jax_single,
     check_jax_vectors,
+    check_vectors,
     finite_or_minus_inf,
     jax_batch,
     run_jax,
@@ -42,9 +44,6 @@ from twinlens.messages import shown
 from twinlens.model.paths import BAND_NAME, band_path, get_path
 
 __all__ = ["MultiBandLikelihood"]
-
-#: vectors per JAX chunk (a power of two; padded with the reference vector)
-JAX_CHUNK = 64
 
 
 @dataclass(frozen=True, eq=False)
@@ -206,9 +205,4 @@ class MultiBandLikelihood(ValueIdentity):
         }
 
     def _check_vectors(self, values: np.ndarray) -> np.ndarray:
-        if values.ndim != 2 or values.shape[1] != self.n_params:
-            raise ValueError(
-                f"vectors must have shape (n_batch, {self.n_params}) for the free parameters "
-                f"{self.free}, got {values.shape}"
-            )
-        return values
+        return check_vectors(values, self.free)
