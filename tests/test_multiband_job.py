@@ -207,3 +207,26 @@ def test_multiband_catalogue_mistakes_name_the_band(tmp_path, rows, message):
 
     with pytest.raises(CatalogueError, match=message):
         load_catalogue(_band_catalogue(tmp_path, rows))
+
+
+def test_a_pixelised_source_in_each_band_with_the_red_bands_own_coefficient(tmp_path):
+    _write_bands(tmp_path)
+    coefficient = "sources[0].pixelization.regularization.coefficient"
+    own = f'own = {{"{coefficient}" = {{log_uniform = [0.01, 100.0]}}}}'
+    pixelised = (
+        '[[source]]\n[[source.light]]\ntype = "Pixelization"\n'
+        'mesh = {type = "Rectangular", shape = [12, 12]}\n'
+        'regularization = {type = "Constant", coefficient = '
+        "{log_uniform = [0.01, 100.0], start = 1.0}}\n"
+    )
+    text = CONFIG.format(bands=_band("blue") + _band("red", own))
+    text = text[: text.index("[[source]]")] + pixelised
+    path = tmp_path / "fit.toml"
+    path.write_text(text.replace("n_live = 60\nn_eff = 300", "n_live = 40\nn_eff = 100"))
+    config = load_config(path)
+    assert config.model.paths[-1] == f"band.red.{coefficient}"
+    run_fit(config, progress=False, plot=True)
+    record = json.loads((tmp_path / "out" / "result.json").read_text())
+    theta = record["parameters"]["lenses[0].mass[0].einstein_radius"]
+    assert abs(theta["median"] - THETA_E) < 0.01
+    assert set(record["bands"]) == {"blue", "red"} and (tmp_path / "out" / "fit.png").is_file()

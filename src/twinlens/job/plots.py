@@ -122,24 +122,37 @@ def _fit_row(fig: Any, axes: Any, fit: FitImaging) -> None:
     data = np.where(grid.used, fit.dataset.data, np.nan)
     lo, hi = np.nanpercentile(data, [0.5, 99.5])
     solved = fit.solved_tracer
-    half = 0.5 * (extent[1] - extent[0]) / 2
-    source, source_extent = source_plane_image(solved, half)
-    _, caustics = critical_curves_and_caustics(solved, extent, n=200)
-    panels = (
+    panels = [
         ("data", data, "viridis", (lo, hi), extent),
         ("model", fit.model_image, "viridis", (lo, hi), extent),
         ("normalised residuals", fit.normalized_residual_map, "RdBu_r", (-4, 4), extent),
-        ("source (solved)", source, "magma", (None, None), source_extent),
-    )
-    for ax, (label, image, cmap, (vmin, vmax), ext) in zip(axes, panels, strict=True):
+    ]
+    pixelised = fit.pixelised
+    if pixelised is None:
+        half = 0.5 * (extent[1] - extent[0]) / 2
+        source, source_extent = source_plane_image(solved, half)
+        panels.append(("source (solved)", source, "magma", (None, None), source_extent))
+        _, caustics = critical_curves_and_caustics(solved, extent, n=200)
+    else:
+        _, caustics = critical_curves_and_caustics(pixelised.parts.mass, extent, n=200)
+    for ax, (label, image, cmap, (vmin, vmax), ext) in zip(axes, panels, strict=False):
         shown = ax.imshow(image, origin="lower", extent=ext, cmap=cmap, vmin=vmin, vmax=vmax)
         ax.set_title(label)
-        ax.set_xlabel("x [arcsec]")
         fig.colorbar(shown, ax=ax, shrink=0.85)
+    if pixelised is not None:  # the reconstruction on its own mesh
+        from twinlens.job.pixelised import draw_on_mesh
+
+        inversion = pixelised.inversion
+        shown = draw_on_mesh(axes[3], inversion, inversion.reconstruction)
+        axes[3].set_title(f"source ({type(inversion.pixelization.mesh).__name__})")
+        fig.colorbar(shown, ax=axes[3], shrink=0.85)
+    xlim, ylim = axes[3].get_xlim(), axes[3].get_ylim()
     for c in caustics:
         axes[3].plot(c[:, 0], c[:, 1], color="cyan", lw=0.8)
-    axes[3].set_xlim(source_extent[:2])
-    axes[3].set_ylim(source_extent[2:])
+    axes[3].set_xlim(xlim)
+    axes[3].set_ylim(ylim)
+    for ax in axes:
+        ax.set_xlabel("x [arcsec]")
     axes[0].set_ylabel("y [arcsec]")
 
 
