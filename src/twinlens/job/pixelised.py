@@ -18,11 +18,10 @@ from typing import Any
 import numpy as np
 
 from twinlens.imaging import fits_io
-from twinlens.inversion.meshes import Rectangular
 from twinlens.inversion.source import reconstruction_errors, source_on_grid
 from twinlens.likelihood.imaging import FitImaging
 
-__all__ = ["draw_on_mesh", "plot_pixelised_fit", "write_source_fits"]
+__all__ = ["plot_pixelised_fit", "write_source_fits"]
 
 
 def _pixelised(fit: FitImaging) -> Any:
@@ -31,39 +30,11 @@ def _pixelised(fit: FitImaging) -> Any:
     return fit.pixelised
 
 
-def draw_on_mesh(ax: Any, inversion: Any, values: Any, cmap: str = "magma") -> Any:
-    """Draw per-source-pixel ``values`` of a :class:`~twinlens.inversion.FitPixelised`
-    on its mesh in the matplotlib axes ``ax``, cells as they are (no resampling); returns
-    the artist (for a colour bar)."""
-    vertices = np.asarray(inversion.source_vertices, dtype=float)
-    values = np.asarray(values, dtype=float)
-    mesh = inversion.pixelization.mesh
-    if isinstance(mesh, Rectangular):
-        ny, nx = mesh.shape
-        xs = vertices[:, 0].reshape(ny, nx)
-        ys = vertices[:, 1].reshape(ny, nx)
-        shown = ax.pcolormesh(xs, ys, values.reshape(ny, nx), shading="nearest", cmap=cmap)
-    else:
-        from scipy.spatial import Delaunay as Triangulation
-
-        triangles = Triangulation(vertices).simplices
-        shown = ax.tripcolor(
-            vertices[:, 0], vertices[:, 1], triangles, values, shading="gouraud", cmap=cmap
-        )
-        ax.triplot(vertices[:, 0], vertices[:, 1], triangles, color="white", lw=0.15, alpha=0.4)
-    lo, hi = vertices.min(axis=0), vertices.max(axis=0)
-    pad = 0.03 * (hi - lo)
-    ax.set_xlim(lo[0] - pad[0], hi[0] + pad[0])
-    ax.set_ylim(lo[1] - pad[1], hi[1] + pad[1])
-    ax.set_aspect("equal")
-    return shown
-
-
 def plot_pixelised_fit(fit: FitImaging, path: str | Path, title: str | None = None) -> Path:
     """The figure of a fit with a pixelised source (see the module); one PNG at ``path``,
     titled ``title`` (the job passes the numbers summary.txt prints) or, by default, ``fit``'s
     own log-likelihood (the inversion's evidence), chi^2 and regularisation coefficient."""
-    from twinlens.job.plots import _extent, _pyplot, critical_curves_and_caustics
+    from twinlens.job.plots import _extent, _pyplot, critical_curves_and_caustics, draw_on_mesh
 
     p = _pixelised(fit)
     plt = _pyplot()

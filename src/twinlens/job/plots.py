@@ -22,7 +22,9 @@ __all__ = [
     "corner_labels",
     "critical_curves_and_caustics",
     "density_settings",
+    "draw_on_mesh",
     "plot_corner",
+    "plot_band_fits",
     "plot_fit",
     "plot_lens",
     "point_source_half_width",
@@ -140,8 +142,6 @@ def _fit_row(fig: Any, axes: Any, fit: FitImaging) -> None:
         ax.set_title(label)
         fig.colorbar(shown, ax=ax, shrink=0.85)
     if pixelised is not None:  # the reconstruction on its own mesh
-        from twinlens.job.pixelised import draw_on_mesh
-
         inversion = pixelised.inversion
         shown = draw_on_mesh(axes[3], inversion, inversion.reconstruction)
         axes[3].set_title(f"source ({type(inversion.pixelization.mesh).__name__})")
@@ -154,6 +154,36 @@ def _fit_row(fig: Any, axes: Any, fit: FitImaging) -> None:
     for ax in axes:
         ax.set_xlabel("x [arcsec]")
     axes[0].set_ylabel("y [arcsec]")
+
+
+def draw_on_mesh(ax: Any, inversion: Any, values: Any, cmap: str = "magma") -> Any:
+    """Draw per-source-pixel ``values`` of a :class:`~twinlens.inversion.FitPixelised`
+    on its mesh in the matplotlib axes ``ax``, cells as they are (no resampling); returns
+    the artist (for a colour bar)."""
+    vertices = np.asarray(inversion.source_vertices, dtype=float)
+    values = np.asarray(values, dtype=float)
+    mesh = inversion.pixelization.mesh
+    from twinlens.inversion.meshes import Rectangular
+
+    if isinstance(mesh, Rectangular):
+        ny, nx = mesh.shape
+        xs = vertices[:, 0].reshape(ny, nx)
+        ys = vertices[:, 1].reshape(ny, nx)
+        shown = ax.pcolormesh(xs, ys, values.reshape(ny, nx), shading="nearest", cmap=cmap)
+    else:
+        from scipy.spatial import Delaunay as Triangulation
+
+        triangles = Triangulation(vertices).simplices
+        shown = ax.tripcolor(
+            vertices[:, 0], vertices[:, 1], triangles, values, shading="gouraud", cmap=cmap
+        )
+        ax.triplot(vertices[:, 0], vertices[:, 1], triangles, color="white", lw=0.15, alpha=0.4)
+    lo, hi = vertices.min(axis=0), vertices.max(axis=0)
+    pad = 0.03 * (hi - lo)
+    ax.set_xlim(lo[0] - pad[0], hi[0] + pad[0])
+    ax.set_ylim(lo[1] - pad[1], hi[1] + pad[1])
+    ax.set_aspect("equal")
+    return shown
 
 
 def plot_lens(tracer: Tracer, extent: tuple[float, float, float, float], path: str | Path) -> Path:
