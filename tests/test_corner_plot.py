@@ -71,6 +71,15 @@ def test_qualifiers_tell_apart_what_shares_a_symbol():
     assert axis_labels(paths)[1] == 'mass0 θE ["]'  # the unit of readable_label
 
 
+def test_a_bands_own_parameter_ends_with_its_band():
+    paths = [
+        "sources[0].light[0].effective_radius",
+        "band.F160W.sources[0].light[0].effective_radius",
+        "band.F814W.sources[0].pixelization.regularization.coefficient",
+    ]
+    assert short_labels(paths) == ["Reff", "Reff F160W", "λ F814W"]
+
+
 def test_a_path_of_another_shape_keeps_its_full_name():
     paths = ["lenses[0].mass[0].einstein_radius", "lenses[0].shape.thing"]
     assert short_labels(paths) == ["θE", "lens[0].shape.thing"]

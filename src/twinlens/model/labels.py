@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from itertools import combinations
 
-from twinlens.model.paths import parameter_unit, readable_label
+from twinlens.model.paths import band_path, parameter_unit, readable_label
 
 __all__ = ["axis_labels", "short_labels"]
 
@@ -108,14 +108,17 @@ _SOURCE_ORDER = _order(((), ("galaxy",), ("galaxy", "component")))
 
 def _candidates(path: str) -> list[tuple[tuple[str, ...], str]]:
     """The labels of one path with the qualifier kinds each uses, shortest first; a path of
-    another shape has its full, readable name alone."""
-    parsed = _tokens(path)
+    another shape has its full, readable name alone. A band's own parameter (``band.<name>.``)
+    always ends with its band's name (``src0 Reff F160W``)."""
+    band, inner = band_path(path)
+    parsed = _tokens(inner)
     if parsed is None:
         return [(("path",), readable_label(path, units=False))]
     qualifiers, symbol = parsed
     source = qualifiers.get("galaxy", "").startswith("src")
+    tail = [] if band is None else [band]
     return [
-        (chosen, " ".join([*(qualifiers[k] for k in _KINDS if k in chosen), symbol]))
+        (chosen, " ".join([*(qualifiers[k] for k in _KINDS if k in chosen), symbol, *tail]))
         for chosen in (_SOURCE_ORDER if source else _LENS_ORDER)
         if all(k in qualifiers for k in chosen)
     ]
