@@ -181,3 +181,28 @@ def test_band_path():
         None,
         "lenses[0].mass[0].einstein_radius",
     )
+
+
+def test_a_bands_offset_moves_its_scene_as_moving_its_grid_does():
+    """Pixels simulated on a grid whose origin is ``-d`` hold the scene as an observer with an
+    origin-0 grid sees it moved by ``+d``: the band's offset ``d`` on the origin-0 grid must
+    give the likelihood of no offset on the moved grid (a second route to the same images)."""
+    import dataclasses
+
+    d = (0.031, -0.017)
+    truth = Tracer(LENS, Galaxy(light=Sersic((0.05, 0.0), (0.0, 0.1), 0.25, 1.0, 0.8)))
+    moved = Grid2D.uniform(16, 0.13, 2, origin=(-d[0], -d[1])).circular_mask(0.95)
+    psf = PSF.gaussian(0.18, 0.13, 5)
+    seen = simulate(truth, moved, psf, noise_sigma=0.03, seed=4)
+    observed = seen.with_grid(dataclasses.replace(seen.grid, origin=(0.0, 0.0)))
+    free = (SHARED[0], "band.red.offset[0]", "band.red.offset[1]")
+    like = MultiBandLikelihood((observed,), ("red",), _model(), free)
+    reference = ImagingLikelihood(seen, _model(), (SHARED[0],))
+    jax = jax_or_skip()
+    for backend in ("numba", "numpy", "jax"):
+        np.testing.assert_allclose(
+            like(np.array([0.81, *d]), backend), reference(np.array([0.81]), backend), rtol=1e-11
+        )
+    assert like(np.array([0.8, *d])) > like(np.array([0.8, 0.0, 0.0])) + 10.0
+    grad = jax.grad(like)(jax.numpy.array([0.81, *d]))
+    assert np.all(np.isfinite(np.asarray(grad)))

@@ -119,6 +119,21 @@ def test_a_two_band_fit_writes_each_bands_results_and_recovers_the_colour_gradie
     assert f"band.red.{OWN}" in header
 
 
+def test_a_bands_own_astrometric_offset(tmp_path):
+    _write_bands(tmp_path)
+    offsets = '{"offset[0]" = {uniform = [-0.1, 0.1]}, "offset[1]" = {uniform = [-0.1, 0.1]}}'
+    config = load_config(_config(tmp_path, _band("blue") + _band("red", f"own = {offsets}")))
+    assert config.model.paths[-2:] == ("band.red.offset[0]", "band.red.offset[1]")
+    objective = config.objective("numba")
+    start = np.asarray(objective.start)
+    assert start[-1] == start[-2] == 0.0
+    moved = start.copy()
+    moved[-2] = 0.05  # the red band's scene moved off its data: a worse fit
+    assert objective.log_likelihood(moved[None])[0] < objective.log_likelihood(start[None])[0]
+    tracer = config.model.band_instance(moved, "red")
+    assert tracer.lenses[0].mass[0].centre[0] == pytest.approx(0.05)
+
+
 def test_changing_one_bands_data_refits_and_says_which(tmp_path, capsys):
     _write_bands(tmp_path)
     run_fit(load_config(_config(tmp_path)), progress=False, plot=False)
@@ -150,6 +165,10 @@ def test_changing_one_bands_data_refits_and_says_which(tmp_path, capsys):
         (
             _band("blue") + _band("red", f'own = {{"{OWN}" = 0.3}}'),
             r"needs a prior table",
+        ),
+        (
+            _band("blue") + _band("red", 'own = {"offset[0]" = {uniform = [0.1, 0.2]}}'),
+            r"starts at the model's value 0, which lies outside its prior",
         ),
         (_band("blue", "colour = 1"), r'\[\[dataset\]\] "blue": unknown entries colour'),
         (_band("blue").replace('data = "blue/data.fits"\n', ""), r'"blue" needs data'),

@@ -21,7 +21,8 @@
 Every band sees the one model of the ``[[lens]]`` and ``[[source]]`` tables and solves its own
 linear intensities. A band's ``own`` entry names model paths, each with a prior table: that
 parameter is then free for this band alone, as ``band.<name>.<path>`` in the results, starting
-at the model's value of the path.
+at the model's value of the path. ``offset[0]`` and ``offset[1]`` are the band's astrometric
+offset (arcsec, starting at 0): its image of the whole scene moved by that much.
 """
 
 from __future__ import annotations
@@ -93,9 +94,9 @@ def read_bands(entries: list, read_one: Callable[[Any, str], Imaging | None]) ->
 def check_band_paths(bands: Bands, tracer: Any) -> None:
     """Each band's own parameter names a scalar parameter of the model, whose value (where
     the band starts) lies inside the band's prior."""
-    from twinlens.model.paths import band_path, get_path, parameter_paths
+    from twinlens.model.paths import OFFSET, band_path, get_path, parameter_paths
 
-    scalars = parameter_paths(tracer)
+    scalars = [*parameter_paths(tracer), *OFFSET]
     for path, prior in bands.priors.items():
         band, inner = band_path(path)
         where = f'[[dataset]] "{band}".own."{inner}"'
@@ -104,7 +105,7 @@ def check_band_paths(bands: Bands, tracer: Any) -> None:
                 f"{where}: the model has no scalar parameter {inner!r}; its parameters are "
                 f"{', '.join(scalars)}"
             )
-        value = float(get_path(tracer, inner))
+        value = 0.0 if inner in OFFSET else float(get_path(tracer, inner))
         if not prior.contains(value):
             raise ConfigError(
                 f"{where}: the band starts at the model's value {value:g}, which lies outside "

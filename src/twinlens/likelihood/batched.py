@@ -57,7 +57,7 @@ from twinlens.lensing.tracer import Tracer
 from twinlens.likelihood.imaging import solve_and_score
 from twinlens.likelihood.sharding import local_devices, pad_rows, sharded_program
 from twinlens.messages import shown
-from twinlens.model.paths import get_path, parameter_paths, set_paths
+from twinlens.model.paths import OFFSET, get_path, parameter_paths, set_paths_offset
 from twinlens.profiles.checks import collect_validity
 from twinlens.user_warnings import warn_user
 
@@ -81,7 +81,9 @@ class ImagingLikelihood(ValueIdentity):
         Holds every parameter's value; the free ones are replaced from each vector.
     free : tuple of str
         Paths of the free parameters (see :func:`twinlens.model.parameter_paths`), in vector
-        order. Default: every scalar parameter of ``model``.
+        order. Default: every scalar parameter of ``model``. ``offset[0]`` and ``offset[1]``
+        are the image's astrometric offset, arcsec (:func:`~twinlens.model.paths.translate`;
+        0 in the model): for a band of a multi-band fit.
     point_images : PointImages, optional
         Unresolved images at fixed positions whose fluxes are solved with the linear light
         (:mod:`twinlens.imaging.point_images`).
@@ -103,6 +105,8 @@ class ImagingLikelihood(ValueIdentity):
         if len(set(self.free)) != len(self.free):
             raise ValueError(f"ImagingLikelihood.free repeats a path: {self.free}")
         for path in self.free:
+            if path in OFFSET:  # the image's offset: a pseudo-parameter, 0 in the model
+                continue
             value = get_path(self.model, path)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise ValueError(f"{path!r} is not a scalar parameter (it holds {shown(value)})")
@@ -133,12 +137,12 @@ class ImagingLikelihood(ValueIdentity):
     @property
     def reference(self) -> np.ndarray:
         """The model's own values of the free parameters (valid by construction)."""
-        return np.array([float(get_path(self.model, p)) for p in self.free])
+        return np.array([0.0 if p in OFFSET else float(get_path(self.model, p)) for p in self.free])
 
     def instance(self, vector: Any) -> Tracer:
         """The model at ``vector`` (raises a clear error for an out-of-range value)."""
         v = self._check_vectors(np.atleast_2d(np.asarray(vector, dtype=float)))[0]
-        return set_paths(self.model, dict(zip(self.free, map(float, v), strict=True)), False)
+        return self._model_of(list(map(float, v)))
 
     # -- evaluation --------------------------------------------------------------------------
 
@@ -219,7 +223,7 @@ class ImagingLikelihood(ValueIdentity):
         if self._pixelised:  # one mesh per vector
             rows = (
                 self._evidence(
-                    set_paths(self.model, dict(zip(self.free, map(float, v), strict=True)), False),
+                    self._model_of(list(map(float, v))),
                     backend,
                 )
                 if ok
@@ -234,7 +238,7 @@ class ImagingLikelihood(ValueIdentity):
 
     def _model_of(self, columns: list) -> Tracer:
         """The model with the free parameters set to ``columns`` (one per parameter)."""
-        return set_paths(self.model, dict(zip(self.free, columns, strict=True)), False)
+        return set_paths_offset(self.model, dict(zip(self.free, columns, strict=True)))
 
     def _jax_chunk(self, values: np.ndarray, size: int) -> np.ndarray:
         n = values.shape[0]
@@ -251,12 +255,12 @@ class ImagingLikelihood(ValueIdentity):
 
         jnp = jax_runtime.load().numpy
         with collect_validity() as conditions:
-            set_paths(self.model, {p: vector[j] for j, p in enumerate(self.free)}, False)
+            self._model_of([vector[j] for j in range(len(self.free))])
         valid = jnp.all(jnp.isfinite(vector))
         for c in conditions:
             valid = valid & jnp.all(c)
         safe = jnp.where(valid, vector, jnp.asarray(self.reference))
-        tracer = set_paths(self.model, {p: safe[j] for j, p in enumerate(self.free)}, False)
+        tracer = self._model_of([safe[j] for j in range(len(self.free))])
         if self._pixelised:
             return jnp.where(valid, self._evidence(tracer, "jax"), -jnp.inf)
         terms = blurred_terms(tracer, self.dataset, "jax", self.point_images, point_columns)

@@ -9,10 +9,12 @@ A free parameter is named by a path of the model, shared by every band
 (``lenses[0].mass[0].einstein_radius``), or by ``band.<name>.`` and a path, for that band alone
 (``band.F160W.sources[0].light[0].effective_radius``): a colour gradient, a band's own
 regularisation coefficient. A band with its own value of a path uses it in place of the
-shared one. Like :class:`~twinlens.likelihood.batched.ImagingLikelihood` it is frozen and
-hashed by value, gives ``-inf`` outside the valid ranges, and runs on numba, numpy and JAX
-(one program for all the bands; ``jit``, ``grad`` and ``vmap`` compose with a call on a JAX
-array).
+shared one. ``band.<name>.offset[0]`` and ``offset[1]`` are a band's astrometric offset
+(arcsec): its image of the whole scene moved by that much.
+
+Like :class:`~twinlens.likelihood.batched.ImagingLikelihood` it is frozen and hashed by value,
+gives ``-inf`` outside the valid ranges, and runs on numba, numpy and JAX (one program for all
+the bands; ``jit``, ``grad`` and ``vmap`` compose with a call on a JAX array).
 """
 
 from __future__ import annotations

@@ -20,7 +20,15 @@ import numpy as np
 from twinlens.fields import ValueIdentity, static_field, value_key
 from twinlens.lensing.tracer import Tracer
 from twinlens.messages import shown
-from twinlens.model.paths import POINT_SOURCE, band_path, get_path, parameter_paths, set_paths
+from twinlens.model.paths import (
+    OFFSET,
+    POINT_SOURCE,
+    band_path,
+    get_path,
+    parameter_paths,
+    set_paths,
+    set_paths_offset,
+)
 from twinlens.model.priors import Prior
 
 __all__ = ["Model", "latex_label", "path_from_latex_label"]
@@ -110,7 +118,9 @@ class Model(ValueIdentity):
     bands : tuple of str, optional
         The names of the imaging bands of a multi-band fit
         (:class:`~twinlens.likelihood.MultiBandLikelihood`): a path ``band.<name>.<path>``
-        is a parameter of that band alone, its start the tracer's value at ``<path>``.
+        is a parameter of that band alone, its start the tracer's value at ``<path>``;
+        ``band.<name>.offset[0]`` and ``offset[1]`` are the band's astrometric offset (start
+        0).
     """
 
     tracer: Tracer = static_field()
@@ -138,7 +148,8 @@ class Model(ValueIdentity):
                 )
         seen = set()
         free_paths = set(self.scalar_paths())
-        free_paths |= {f"band.{b}.{p}" for b in self.bands for p in parameter_paths(self.tracer)}
+        own = [*parameter_paths(self.tracer), *OFFSET]  # what a band may free for itself
+        free_paths |= {f"band.{b}.{p}" for b in self.bands for p in own}
         for item in self.priors:
             if len(item) != 2 or not isinstance(item[0], str) or not isinstance(item[1], Prior):
                 raise TypeError(
@@ -175,7 +186,7 @@ class Model(ValueIdentity):
         if band is not None:
             if band not in self.bands:
                 raise KeyError(f"{path!r}: the model has no band {band!r} (bands: {self.bands})")
-            return get_path(self.tracer, inner)
+            return 0.0 if inner in OFFSET else get_path(self.tracer, inner)
         if path.startswith(POINT_SOURCE):
             if self.point_source is None:
                 raise KeyError(f"{path!r}: the model has no point source")
@@ -281,7 +292,7 @@ class Model(ValueIdentity):
             name, inner = band_path(p)
             if name == band:
                 own[inner] = float(x)
-        return set_paths(self.instance(v), own, False)
+        return set_paths_offset(self.instance(v), own)
 
     def point_source_instance(self, vector: Any) -> Any:
         """The point source at ``vector`` (None when the model has none)."""

@@ -26,6 +26,7 @@ _BAND_PATH = re.compile(r"^band\.([^.]+)\.(.+)$")
 
 __all__ = [
     "BAND_NAME",
+    "OFFSET",
     "POINT_SOURCE",
     "band_path",
     "get_path",
@@ -33,6 +34,8 @@ __all__ = [
     "parameter_unit",
     "readable_label",
     "set_paths",
+    "set_paths_offset",
+    "translate",
 ]
 
 _TOKEN = re.compile(r"([A-Za-z_]\w*)((?:\[\d+\])*)")
@@ -135,6 +138,35 @@ def get_path(obj: Any, path: str) -> Any:
                 f"{parameter_paths(obj)}"
             ) from None
     return value
+
+
+#: the pseudo-parameters of an image's astrometric offset (x, y), arcsec: the whole scene
+#: appears moved by it (every centre and origin translated)
+OFFSET = ("offset[0]", "offset[1]")
+
+
+def translate(obj: Any, dx: Any, dy: Any) -> Any:
+    """``obj`` with every ``centre`` and ``origin`` moved by ``(dx, dy)``: the image of a
+    tracer so translated is the image of ``obj`` moved by the same offset. A profile without
+    a centre (a uniform mass sheet) does not move."""
+    paths = [p for p in parameter_paths(obj) if p.endswith(("centre[0]", "origin[0]"))]
+    values = {}
+    for p in paths:
+        y = p[:-3] + "[1]"
+        values[p] = get_path(obj, p) + dx
+        values[y] = get_path(obj, y) + dy
+    return set_paths(obj, values, False)
+
+
+def set_paths_offset(obj: Any, values: Mapping[str, Any]) -> Any:
+    """:func:`set_paths` (paths already checked) where ``values`` may also hold the
+    :data:`OFFSET` pseudo-parameters, applied after the others by :func:`translate`."""
+    values = dict(values)
+    dx, dy = values.pop(OFFSET[0], None), values.pop(OFFSET[1], None)
+    out = set_paths(obj, values, False)
+    if dx is None and dy is None:
+        return out
+    return translate(out, 0.0 if dx is None else dx, 0.0 if dy is None else dy)
 
 
 def set_paths(obj: Any, values: Mapping[str, Any], check_paths: bool = True) -> Any:
