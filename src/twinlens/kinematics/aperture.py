@@ -33,7 +33,7 @@ from twinlens.kinematics.jeans import gauss_legendre_unit
 
 EDGE_IN, EDGE_OUT, INNER_MIN = 6.0, 8.5, 0.3
 #: Gauss-Legendre orders: radial panels, the circle's window (rays), the slit's angles
-N_RADIAL, N_RAYS, N_ANGLE = 64, 48, 24
+N_RADIAL, N_RAYS, N_ANGLE = 64, 96, 24
 FWHM_TO_SIGMA = 1.0 / (2.0 * math.sqrt(2.0 * math.log(2.0)))
 
 

@@ -1,7 +1,7 @@
 """Spherical Jeans kinematics: the radial math, as plain functions of one projected radius.
 
 **Units.** Radii are angles on the sky, arcsec; the mass enters as ``G M(r)`` in
-km^2 s^-2 arcsec, so that ``G M(r) / r`` is a squared velocity. For a lens normalised by its
+(km/s)^2 times arcsec, so that ``G M(r) / r`` is a squared velocity. For a lens normalised by its
 Einstein radius, ``D_d`` cancels: only ``D_s / D_ds`` remains (:func:`mass_unit`).
 
 **Mass.** A spherical power law, 3D density ``rho ~ r^-gamma`` (``1 < gamma < 3``; 2 is the
@@ -62,7 +62,7 @@ N_Y, N_ETA = 160, 40
 
 
 def mass_unit(d_s: Any, d_ds: Any) -> Any:
-    """``c^2 ARCSEC D_s / (4 D_ds)``, km^2 s^-2 arcsec^-1: ``G M / r`` of a unit-Einstein-radius
+    """``c^2 ARCSEC D_s / (4 D_ds)``, (km/s)^2 per arcsec: ``G M / r`` of a unit-Einstein-radius
     point mass at 1 arcsec (distances in any one unit)."""
     return C_KM_S**2 * ARCSEC * d_s / (4.0 * d_ds)
 
@@ -82,8 +82,10 @@ def hernquist_density(r: Any, a: Any, luminosity: Any = 1.0) -> Any:
 
 
 def hernquist_surface_brightness(radius: Any, a: Any, luminosity: Any = 1.0) -> Any:
-    """Hernquist projected surface brightness, per arcsec^2 (numpy; away from ``R = a``,
-    where the closed form cancels, use :data:`PROJECTED` instead)::
+    """Hernquist projected surface brightness, per arcsec^2, in closed form (numpy).
+
+    Near ``R = a`` the closed form cancels (use :func:`~twinlens.kinematics.projected_dispersion`,
+    whose ``I`` is integrated)::
 
         I(R) = L ((2 + s^2) X(s) - 3) / (2 pi a^2 (1 - s^2)^2),   s = R / a,
 
