@@ -20,7 +20,7 @@ ROOMS = [
     # parameter paths into value-identity objects: what the likelihoods' vectors set
     ["profiles", "mass", "light", "extend", "model.paths"],
     ["imaging"],
-    ["lensing"],
+    ["lensing", "kinematics"],
     ["inversion"],
     ["likelihood"],
     ["model"],
