@@ -38,7 +38,7 @@ def _check_rates(mass: Mass, light: Any, anisotropy: Anisotropy) -> None:
     """The integrals converge only when the tracer falls fast enough (concrete values only)."""
     _, p, q, _ = light.shape()
     gamma = mass.slope()
-    extra = {OsipkovMerritt: 1.0}.get(type(anisotropy), 0.0)
+    extra = 1.0 if isinstance(anisotropy, OsipkovMerritt) else 0.0
     if isinstance(anisotropy, ConstantBeta) and is_concrete(anisotropy.beta):
         extra = max(2.0 * float(anisotropy.beta) - 1.0, 0.0)
     if not all(is_concrete(v) for v in (p, q, gamma)):
@@ -63,6 +63,7 @@ def _kernel_call(radius: Any, mass: Mass, light: Any, anisotropy: Anisotropy, ba
     a, p, q, _ = light.shape()
     head = (mass.slope(), a, p, q)
     xp = array_module(backend)
+    extra: tuple[Any, ...]
     if isinstance(anisotropy, ConstantBeta):
         nodes = jeans.constant_beta_nodes()
         kernel, extra = jeans.CONSTANT_BETA, (anisotropy.beta,)
