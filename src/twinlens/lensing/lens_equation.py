@@ -45,6 +45,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -60,6 +61,7 @@ from twinlens.lensing.lens_equation_steps import (
     _lens_deflections,
     _newton,
     _triangle_table,
+    slot_layout,
 )
 from twinlens.lensing.tracer import Tracer
 from twinlens.profiles.base import _numbers
@@ -191,6 +193,12 @@ class ImageSolver(ValueIdentity):
         """Blocks of cells searched per source on JAX (``complete`` is False beyond)."""
         return 8 * self.max_images + 8
 
+    @cached_property
+    def _layout(self) -> tuple[Any, Any, Any]:
+        """:func:`slot_layout` of this solver's triangles: the same for every lens."""
+        v = self.vertices()
+        return slot_layout(self.triangles(), v[:, 0], v[:, 1])
+
     def triangles(self) -> np.ndarray:
         """Vertex indices of the triangles, ``(n_blocks, 2 B^2, 3)``, in blocks of ``B x B``
         cells (``B = 8``; rows of blocks, then rows of cells within a block), per cell
@@ -258,8 +266,7 @@ class ImageSolver(ValueIdentity):
         v = self.vertices()
         ax, ay = _lens_deflections(tracer, v[:, 0], v[:, 1], backend)
         mx, my = v[:, 0] - ax, v[:, 1] - ay
-        table = self.triangles()
-        out = _block_arrays(table, mx, my, v[:, 0], v[:, 1], np)
+        out = _block_arrays(self._layout, mx, my, np)
         _MAPPED[key] = out
         while len(_MAPPED) > _MAPPED_SIZE:
             _MAPPED.popitem(last=False)
@@ -362,7 +369,7 @@ def _solve_jax(solver: ImageSolver, tracer: Tracer, source: Any) -> Images:
     n_blocks, per_block = table.shape[:2]
     vx, vy = jnp.asarray(v[:, 0]), jnp.asarray(v[:, 1])
     ax, ay = _lens_deflections(tracer, vx, vy, "jax")
-    tri, image, boxes = _block_arrays(table, vx - ax, vy - ay, vx, vy, jnp)
+    tri, image, boxes = _block_arrays(solver._layout, vx - ax, vy - ay, jnp)
     tri = tri.reshape(n_blocks, per_block, 6)
     image = image.reshape(n_blocks, per_block, 6)
     k, kb = solver.max_candidates, solver.max_blocks

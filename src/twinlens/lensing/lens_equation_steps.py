@@ -72,22 +72,30 @@ def _triangle_table(cells: int) -> np.ndarray:
     return flat
 
 
-def _block_arrays(
-    table: np.ndarray, mx: Any, my: Any, vx: Any, vy: Any, xp: Any
-) -> tuple[Any, Any, Any]:
-    """Triangle slots' mapped and image-plane vertices ``(T, 6)`` (zeros in padding, which
-    has zero area) and the blocks' source-plane boxes ``(n_blocks, 4)``."""
-    pad = xp.asarray(table < 0)
+def slot_layout(table: np.ndarray, vx: np.ndarray, vy: np.ndarray) -> tuple[Any, Any, Any]:
+    """What every lens shares of the triangle slots: which are padding ``(n_blocks, P, 1)``,
+    their vertex indices with the padding's made safe ``(n_blocks, P, 3)``, and their
+    image-plane vertices ``(n_blocks, P, 6)`` (zeros in padding)."""
+    pad = table[..., :1] < 0
     safe = np.where(table < 0, 0, table)
+    return pad, safe, _gather(pad, safe, vx, vy, np)
 
-    def gather(ux: Any, uy: Any) -> Any:
-        cols = [c[safe[..., i]] for i in range(3) for c in (ux, uy)]
-        return xp.where(pad[..., :1], 0.0, xp.stack(cols, axis=-1))  # (n_blocks, P, 6)
 
-    tri = gather(mx, my)
-    image = gather(vx, vy)
+def _gather(pad: Any, safe: Any, ux: Any, uy: Any, xp: Any) -> Any:
+    """Each slot's three vertices ``(x0, y0, x1, y1, x2, y2)``, zeros in padding: one
+    indexing of the ``(n, 2)`` points by the slots' ``(n_blocks, P, 3)`` indices."""
+    points = xp.stack([ux, uy], axis=-1)[safe]  # (n_blocks, P, 3, 2)
+    return xp.where(xp.asarray(pad), 0.0, points.reshape(*safe.shape[:2], 6))
+
+
+def _block_arrays(layout: tuple[Any, Any, Any], mx: Any, my: Any, xp: Any) -> tuple[Any, Any, Any]:
+    """Triangle slots' mapped and image-plane vertices ``(T, 6)`` (zeros in padding, which
+    has zero area) and the blocks' source-plane boxes ``(n_blocks, 4)``, given the slots'
+    :func:`slot_layout`."""
+    pad, safe, image = layout
+    tri = _gather(pad, safe, mx, my, xp)
     xs, ys = tri[..., 0::2], tri[..., 1::2]
-    big = xp.where(pad[..., :1], xp.inf, 0.0)
+    big = xp.where(xp.asarray(pad), xp.inf, 0.0)
     boxes = xp.stack(
         [
             (xs + big).min(axis=(1, 2)),
@@ -97,8 +105,8 @@ def _block_arrays(
         ],
         axis=-1,
     )
-    n_slots = table.shape[0] * table.shape[1]
-    return tri.reshape(n_slots, 6), image.reshape(n_slots, 6), boxes
+    n_slots = safe.shape[0] * safe.shape[1]
+    return tri.reshape(n_slots, 6), xp.asarray(image).reshape(n_slots, 6), boxes
 
 
 def _lens_deflections(tracer: Tracer, x: Any, y: Any, backend: str) -> tuple[Any, Any]:
