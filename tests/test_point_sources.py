@@ -305,6 +305,25 @@ QUAD_LENS = Tracer(
 QUAD_SOURCES = np.array([[0.04, 0.03], [-0.06, 0.01], [0.2, -0.15], [0.0, 0.09], [1.5, 1.5]])
 
 
+def test_the_compiled_block_pass_equals_the_array_one():
+    """The numba pass over the grid's blocks (parallel) against the numpy arrays' gather and
+    reductions: the same slots and boxes, exactly."""
+    from twinlens.lensing import lens_equation_loops as loops
+    from twinlens.lensing.lens_equation_steps import _block_arrays
+
+    solver = ImageSolver(cells=100)
+    v = solver.vertices()
+    rng = np.random.default_rng(5)
+    mx, my = v[:, 0] - 0.3 * np.tanh(v[:, 0]), v[:, 1] + 0.01 * rng.normal(size=len(v))
+    tri, image, boxes = _block_arrays(solver._layout, mx, my, np)
+    pad, safe, _ = solver._layout
+    out_tri, out_boxes = np.empty((*safe.shape[:2], 6)), np.empty((safe.shape[0], 4))
+    loops.compiled().map_blocks(mx, my, safe, pad, out_tri, out_boxes)
+    np.testing.assert_array_equal(out_tri.reshape(-1, 6), tri)
+    np.testing.assert_array_equal(out_boxes, boxes)
+    assert image.shape == tri.shape
+
+
 def test_numba_and_jax_agree():
     pytest.importorskip("jax")
     solver = ImageSolver(cells=151)

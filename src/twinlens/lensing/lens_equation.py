@@ -241,6 +241,9 @@ class ImageSolver(ValueIdentity):
         if not np.all(np.isfinite(src)):
             raise ValueError("source must hold finite positions (x, y), arcsec; got NaN or inf")
         flat = src.reshape(-1, 2)
+        # the grid's mapping (its vertices deflected, its blocks gathered) is large work: on
+        # every thread; the search and Newton steps of a few sources are not
+        self._mapped(tracer, b)
         with _serial_when_small(flat.shape[0], b):
             images = self._solve_host(tracer, flat, b)
         batch = src.shape[:-1]
@@ -266,7 +269,14 @@ class ImageSolver(ValueIdentity):
         v = self.vertices()
         ax, ay = _lens_deflections(tracer, v[:, 0], v[:, 1], backend)
         mx, my = v[:, 0] - ax, v[:, 1] - ay
-        out = _block_arrays(self._layout, mx, my, np)
+        if backend == "numba":  # one compiled pass over the blocks, in parallel
+            pad, safe, image = self._layout
+            tri = np.empty((*safe.shape[:2], 6))
+            boxes = np.empty((safe.shape[0], 4))
+            loops.compiled().map_blocks(mx, my, safe, pad, tri, boxes)
+            out = (tri.reshape(-1, 6), image.reshape(-1, 6), boxes)
+        else:
+            out = _block_arrays(self._layout, mx, my, np)
         _MAPPED[key] = out
         while len(_MAPPED) > _MAPPED_SIZE:
             _MAPPED.popitem(last=False)

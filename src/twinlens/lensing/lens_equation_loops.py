@@ -11,9 +11,11 @@ from __future__ import annotations
 from functools import cache
 from types import ModuleType
 
+import numpy as np
+
 prange = range  # numba's prange in the compiled copy, whose template imports it
 
-_FUNCTIONS = ("barycentric", "find_triangles")
+_FUNCTIONS = ("barycentric", "find_triangles", "map_blocks")
 
 
 def barycentric(ax, ay, bx, by, cx, cy, sx, sy):
@@ -59,6 +61,34 @@ def find_triangles(tri, boxes, sources, slack, out_index, out_count):
         for j in range(min(n, k), k):
             out_index[s, j] = -1
         out_count[s] = n
+
+
+def map_blocks(mx, my, safe, pad, out_tri, out_boxes):
+    """The triangle slots' mapped vertices and each block's box, one block per iteration
+    (in parallel in the compiled copy): ``mx, my`` the mapped grid vertices; ``safe (n_blocks,
+    P, 3)`` the slots' vertex indices and ``pad (n_blocks, P, 1)`` which slots are padding
+    (:func:`~twinlens.lensing.lens_equation_steps.slot_layout`). Writes ``out_tri (n_blocks,
+    P, 6)`` (zeros in padding) and ``out_boxes (n_blocks, 4)``, ``(x_min, x_max, y_min,
+    y_max)`` over the block's real slots (``inf, -inf`` for a block of padding alone)."""
+    for blk in prange(safe.shape[0]):
+        x_min, x_max = np.inf, -np.inf
+        y_min, y_max = np.inf, -np.inf
+        for t in range(safe.shape[1]):
+            for v in range(3):
+                if pad[blk, t, 0]:
+                    out_tri[blk, t, 2 * v] = 0.0
+                    out_tri[blk, t, 2 * v + 1] = 0.0
+                    continue
+                x = mx[safe[blk, t, v]]
+                y = my[safe[blk, t, v]]
+                out_tri[blk, t, 2 * v] = x
+                out_tri[blk, t, 2 * v + 1] = y
+                x_min, x_max = min(x_min, x), max(x_max, x)
+                y_min, y_max = min(y_min, y), max(y_max, y)
+        out_boxes[blk, 0] = x_min
+        out_boxes[blk, 1] = x_max
+        out_boxes[blk, 2] = y_min
+        out_boxes[blk, 3] = y_max
 
 
 @cache
