@@ -350,8 +350,16 @@ def numba_source(kernel: _Kernel) -> str:
     call = f"_point({', '.join(point_args)})"
     block.append(_store([f"{o}_b" for o in outs], call, "i", assign, indent + " " * 4))
     body = [f"    n = {ins[0]}.shape[0]", allocate]
-    body.append(f"    for blk in prange((n + {BLOCK - 1}) // {BLOCK}):")
-    body += [f"        s = blk * {BLOCK}", f"        e = min(s + {BLOCK}, n)"]
+    size = str(BLOCK)
+    if kernel.components:
+        # many components: blocks of about BLOCK * 32 terms (points times components), equal
+        # in size, so that a few points with many components still make several blocks for
+        # the threads; never more than BLOCK points
+        body.append(f"    chunks = -(-(n * {comps[0]}.shape[0]) // {BLOCK * 32})")
+        body.append(f"    size = max(16, min({BLOCK}, -(-n // max(1, chunks))))")
+        size = "size"
+    body.append(f"    for blk in prange((n + {size} - 1) // {size}):")
+    body += [f"        s = blk * {size}", f"        e = min(s + {size}, n)"]
     body.append(f"        block({', '.join(args)})")
     body.append(f"    return ({', '.join(outs)},)")
     return generate(
