@@ -206,3 +206,18 @@ def test_a_bands_offset_moves_its_scene_as_moving_its_grid_does():
     assert like(np.array([0.8, *d])) > like(np.array([0.8, 0.0, 0.0])) + 10.0
     grad = jax.grad(like)(jax.numpy.array([0.81, *d]))
     assert np.all(np.isfinite(np.asarray(grad)))
+
+
+def test_batch_settings_apply_on_every_backend(capsys):
+    jax_or_skip()
+    like = _likelihood()
+    rows = VECTOR * (1.0 + 0.01 * np.arange(5)[:, None])
+    reference = like.batch(rows, "numba")
+    for backend in ("numba", "jax"):
+        got = like.batch(rows, backend, chunk_size=2, progress=True)
+        np.testing.assert_allclose(got, reference, rtol=1e-10)
+        assert "chunk 3/3: 5 vectors" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="chunk_size must be an integer >= 1"):
+        like.batch(rows, "jax", chunk_size=0)
+    with pytest.raises(TypeError):
+        like.batch(rows, "jax", chunks=2)  # a misspelt setting is not swallowed

@@ -160,34 +160,57 @@ class MultiBandLikelihood(ValueIdentity):
             return float(finite_or_minus_inf(run_jax(_jax_single(), self, v[0], memo.enabled()))[0])
         return float(self.batch(v, backend)[0])
 
-    def batch(self, vectors: Any, backend: str | None = None, **settings: Any) -> Any:
-        """``log L`` of each row of ``vectors (n_batch, n_params)``; the settings
-        (``memory_budget``, ``chunk_size``, ``progress``) are each band's
-        (:meth:`ImagingLikelihood.batch`; on numba and numpy). On JAX one program evaluates
-        every band, in chunks of :data:`JAX_CHUNK`; JAX ``vectors`` give a traceable
-        ``vmap``."""
+    def batch(
+        self,
+        vectors: Any,
+        backend: str | None = None,
+        *,
+        memory_budget: float | None = None,
+        chunk_size: int | None = None,
+        progress: bool = False,
+    ) -> Any:
+        """``log L`` of each row of ``vectors (n_batch, n_params)``. The settings are
+        :meth:`ImagingLikelihood.batch`'s: on numba and numpy each band's; on JAX, where one
+        program evaluates every band, ``chunk_size`` rows per program (default: what the
+        bands' ``memory_budget`` allows, at most :data:`JAX_CHUNK`, a power of two). JAX
+        ``vectors`` give a traceable ``vmap``."""
         if any_jax(vectors):
             resolve_backend(backend, vectors)
             return jax_batch(self.jax_log_likelihood, check_jax_vectors(vectors, self.free, 2))
         backend = resolve_backend(backend)
         values = self._check_vectors(np.asarray(vectors, dtype=float))
         if backend == "jax":
-            return self._jax_chunks(values)
+            return self._jax_chunks(
+                values, self._jax_size(len(values), memory_budget, chunk_size), progress
+            )
         total = np.zeros(len(values))
         for band, v in zip(self.bands, self.band_vectors(values), strict=True):
-            total += band.batch(v, backend, **settings)
+            total += band.batch(
+                v, backend, memory_budget=memory_budget, chunk_size=chunk_size, progress=progress
+            )
         return total
 
-    def _jax_chunks(self, values: np.ndarray) -> np.ndarray:
-        """Chunks of at most :data:`JAX_CHUNK` rows (a power of two, padded with the
-        reference vector), one program per chunk shape for every band."""
-        size = min(JAX_CHUNK, 1 << (len(values) - 1).bit_length())
+    def _jax_size(self, n: int, memory_budget: float | None, chunk_size: int | None) -> int:
+        if chunk_size is not None:
+            if not (isinstance(chunk_size, int) and chunk_size >= 1):
+                raise ValueError(f"chunk_size must be an integer >= 1, got {shown(chunk_size)}")
+            return chunk_size
+        fits = min(band.chunk_size("jax", memory_budget) for band in self.bands)
+        size = min(JAX_CHUNK, fits, 1 << (n - 1).bit_length())
+        return 1 << (size.bit_length() - 1)  # a power of two: batch sizes share programs
+
+    def _jax_chunks(self, values: np.ndarray, size: int, progress: bool) -> np.ndarray:
+        """Chunks of ``size`` rows (the last padded with the reference vector), one program
+        per chunk shape for every band."""
         out = np.empty(len(values))
-        for start in range(0, len(values), size):
+        n_chunks = -(-len(values) // size)
+        for i, start in enumerate(range(0, len(values), size)):
             chunk = values[start : start + size]
             n = len(chunk)
             padded = np.concatenate([chunk, np.repeat(self.reference[None, :], size - n, 0)])
             out[start : start + n] = run_jax_rows(self, padded, n)
+            if progress:
+                print(f"chunk {i + 1}/{n_chunks}: {start + n} vectors")
         return finite_or_minus_inf(out)
 
     def jax_log_likelihood(self, vector: Any) -> Any:
