@@ -18,7 +18,7 @@ from typing import Any
 from twinlens.backend import jax_runtime
 from twinlens.backend.jax_batching import one_member_at_a_time
 
-__all__ = ["spd_log_det_solve"]
+__all__ = ["log_det_solve_cotangents", "spd_log_det_solve"]
 
 
 @cache
@@ -44,6 +44,22 @@ def _factor(a: Any) -> tuple[Any, Any, Any]:
     return jnp.where(ok, factor, jnp.eye(a.shape[0], dtype=a.dtype)), log_det, ok
 
 
+def log_det_solve_cotangents(
+    factor: Any, x: Any, g_log_det: Any, g_x: Any, cho_solve: Any, xp: Any
+) -> tuple[Any, Any]:
+    """The cotangents of ``(a, b)`` for ``(ln det a, x = a^-1 b)``, given ``a``'s Cholesky
+    ``factor``, ``x`` and the outputs' cotangents; ``cho_solve(factor, rhs)`` solves ``a``.
+
+    ``d ln det a = tr(a^-1 da)`` and ``dx = a^-1 (db - da x)``: with ``v = a^-1 g_x`` (``a``
+    symmetric), ``b``'s cotangent is ``v`` and ``a``'s ``g_log_det a^-1 - v x^T``, symmetrised
+    because ``a`` is."""
+    v = cho_solve(factor, g_x)
+    inverse = cho_solve(factor, xp.eye(factor.shape[0], dtype=factor.dtype))
+    outer = xp.outer(v, x) if x.ndim == 1 else v @ x.T
+    g_a = g_log_det * inverse - outer
+    return 0.5 * (g_a + g_a.T), v
+
+
 @cache
 def _log_det_solve() -> Any:
     jax = jax_runtime.load()
@@ -66,16 +82,8 @@ def _log_det_solve() -> Any:
         return (log_det, x, ok), (factor, x)
 
     def backward(saved: tuple[Any, Any], cotangents: tuple[Any, Any, Any]) -> tuple[Any, Any]:
-        # d ln det A = tr(A^-1 dA); dx = A^-1 (db - dA x): the cotangent of b is v = A^-1 g_x
-        # (A symmetric), that of A is g_ld A^-1 - v x^T, symmetrised because A is
-        factor, x = saved
         g_log_det, g_x, _ = cotangents
-        n = factor.shape[0]
-        v = cho_solve(factor, g_x)
-        inverse = cho_solve(factor, jnp.eye(n, dtype=factor.dtype))
-        outer = jnp.outer(v, x) if x.ndim == 1 else v @ x.T
-        g_a = g_log_det * inverse - outer
-        return 0.5 * (g_a + g_a.T), v
+        return log_det_solve_cotangents(*saved, g_log_det, g_x, cho_solve, jnp)
 
     log_det_solve.defvjp(forward, backward)
     return log_det_solve
