@@ -28,7 +28,9 @@ from twinlens.messages import shown
 __all__ = [
     "ARCSEC",
     "LensDistances",
+    "check_redshifts",
     "default_cosmology",
+    "flat_lcdm_distances",
     "lens_distances",
     "time_delay_days",
     "time_delay_distance",
@@ -55,7 +57,9 @@ def default_cosmology() -> Any:
     return FlatLambdaCDM(H0=70.0, Om0=0.3)
 
 
-def _check_redshifts(z_lens: float, z_source: float) -> tuple[float, float]:
+def check_redshifts(z_lens: float, z_source: float) -> tuple[float, float]:
+    """``(z_lens, z_source)`` as floats, once checked: finite, ``>= 0``, the source behind
+    the lens (a ValueError naming the parameter otherwise)."""
     values = []
     for name, z in (("z_lens", z_lens), ("z_source", z_source)):
         try:
@@ -117,7 +121,7 @@ def lens_distances(z_lens: float, z_source: float, cosmology: Any = None) -> Len
     LensDistances
         ``d_d``, ``d_s``, ``d_ds`` in Mpc, and ``d_dt``.
     """
-    zl, zs = _check_redshifts(z_lens, z_source)
+    zl, zs = check_redshifts(z_lens, z_source)
     cosmo = default_cosmology() if cosmology is None else cosmology
     if not hasattr(cosmo, "angular_diameter_distance"):
         raise TypeError(
@@ -165,3 +169,39 @@ def time_delay_days(fermat_difference: Any, time_delay_distance: Any) -> Any:
         later).
     """
     return fermat_difference * (time_delay_distance * DAYS_PER_MPC_ARCSEC2)
+
+
+#: Gauss-Legendre order of :func:`flat_lcdm_distances`' comoving-distance integrals
+N_COMOVING = 48
+
+
+def _comoving_unit(z: Any, omega_m: Any, xp: Any) -> Any:
+    """``int_0^z dz' / E(z')`` of flat LambdaCDM (no radiation), ``E = sqrt(Om (1+z)^3 + 1 -
+    Om)``: Gauss-Legendre on ``[0, z]`` (smooth integrand; exact to rounding below z ~ 10)."""
+    import numpy as np
+
+    x, w = np.polynomial.legendre.leggauss(N_COMOVING)
+    zz = 0.5 * z * (xp.asarray(x) + 1.0)
+    e = xp.sqrt(omega_m * (1.0 + zz) ** 3 + (1.0 - omega_m))
+    return 0.5 * z * xp.sum(xp.asarray(w) / e, axis=-1)
+
+
+def flat_lcdm_distances(
+    z_lens: float, z_source: float, h0: Any, omega_m: Any, xp: Any = None
+) -> tuple[Any, Any, Any]:
+    """``(D_d, D_s, D_ds)``, Mpc, of flat LambdaCDM with ``H0 = h0`` (km/s/Mpc) and
+    ``Omega_m = omega_m`` (no radiation, as :func:`default_cosmology`).
+
+    Plain arithmetic with a fixed quadrature, so ``h0`` and ``omega_m`` may be arrays (any
+    shape; the distances broadcast) or JAX tracers that a search varies and differentiates;
+    ``xp`` is numpy (default) or ``jax.numpy``. The redshifts are fixed numbers.
+    """
+    import numpy as np
+
+    xp = np if xp is None else xp
+    zl, zs = check_redshifts(z_lens, z_source)
+    om = xp.asarray(omega_m)[..., None]
+    hubble = C_M_PER_S / 1000.0 / xp.asarray(h0)  # c / H0, Mpc
+    chi_l = hubble * _comoving_unit(zl, om, xp)
+    chi_s = hubble * _comoving_unit(zs, om, xp)
+    return chi_l / (1.0 + zl), chi_s / (1.0 + zs), (chi_s - chi_l) / (1.0 + zs)

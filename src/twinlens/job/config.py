@@ -48,6 +48,7 @@ import numpy as np
 from twinlens.backend import BACKENDS, check_backend
 from twinlens.imaging.dataset import Imaging
 from twinlens.job.config_bands import BAND_KEYS, Bands, check_band_paths, read_bands
+from twinlens.job.config_cosmography import CosmographyConfig, read_cosmography
 from twinlens.job.config_errors import ConfigError, _is_number, _show, _suggest, _toml_path
 from twinlens.job.config_pixelised import AdaptFrom, ReadContext, _check_pixelised
 from twinlens.job.config_point_source import (
@@ -64,7 +65,18 @@ from twinlens.search import SEARCHES, Emcee
 # configuration names them from here
 __all__ = ["ConfigError", "FitConfig", "PointSourceConfig", "load_config", "parse_config"]
 
-_SECTIONS = ("title", "backend", "output", "dataset", "search", "lens", "source", "point_source")
+_SECTIONS = (
+    "title",
+    "backend",
+    "output",
+    "dataset",
+    "search",
+    "lens",
+    "source",
+    "point_source",
+    "cosmography",
+    "kinematics",
+)
 _DATASET_KEYS = ("data", "noise_map", "psf", "mask", "pixel_scale", "sub_size", "mask_radius")
 
 
@@ -81,6 +93,8 @@ class FitConfig:
     output: Path = Path("twinlens_fit")
     title: str = "twinlens fit"
     point_source: PointSourceConfig | None = None
+    # ``[cosmography]`` and ``[kinematics]``: H0 sampled, and the measured dispersions
+    cosmography: CosmographyConfig | None = None
     # a pixelization whose weights an earlier fit gives (:mod:`twinlens.job.stages`): until
     # run_fit has them the model holds a stand-in, which objective() refuses
     adapt: AdaptFrom | None = None
@@ -106,7 +120,8 @@ class FitConfig:
         ps = self.point_source
         likelihood = None if ps is None else ps.likelihood
         data = self.datasets if self.bands else self.dataset
-        return Objective.build(self.model, data, backend or self.backend, likelihood)
+        kinematics = None if self.cosmography is None else self.cosmography.kinematics
+        return Objective.build(self.model, data, backend or self.backend, likelihood, kinematics)
 
 
 def _tracer(lenses: tuple, sources: tuple, point_table: Any) -> Tracer:
@@ -336,7 +351,9 @@ def parse_config(
     point_source, ps_config = None, None
     if "point_source" in data:
         multi_plane = type(tracer) is not Tracer
-        point_source, ps_config = _point_source(data["point_source"], priors, multi_plane, imaging)
+        point_source, ps_config = _point_source(
+            data["point_source"], priors, multi_plane, imaging, "cosmography" in data
+        )
     if ps_config is not None and ps_config.likelihood.in_imaging and tracer.pixelizations:
         raise ConfigError(
             "[point_source].in_imaging = true with a pixelised source: its inversion does not "
@@ -344,6 +361,7 @@ def parse_config(
         )
     if ps_config is not None and type(tracer) is Tracer:
         ps_config = _redshifts_for_h0(ps_config, lenses, sources)
+    cosmography = read_cosmography(data, priors, ps_config)
     if not priors:  # the point source's free parameters count too
         raise ConfigError("no free parameter: give at least one parameter a prior table")
     if not imaging:
@@ -352,7 +370,14 @@ def parse_config(
     if bands is not None:
         _add_bands(bands, tracer, priors, point_source, bool(context.stages))
     names = () if bands is None else tuple(bands.names)
-    model = Model(tracer, tuple(priors.items()), point_source, names)
+    model = Model(
+        tracer,
+        tuple(priors.items()),
+        point_source,
+        names,
+        None if cosmography is None else cosmography.cosmography,
+        None if cosmography is None else cosmography.anisotropy,
+    )
     search = _search(data.get("search"), backend, model.n_params)
     output = Path(data.get("output", "twinlens_fit"))
     return FitConfig(
@@ -363,6 +388,7 @@ def parse_config(
         output=output if output.is_absolute() else base / output,
         title=data.get("title", "twinlens fit"),
         point_source=ps_config,
+        cosmography=cosmography,
         adapt=context.stages[0] if context.stages else None,
         bands=names,
         datasets=() if bands is None or not read_data else tuple(bands.datasets),

@@ -56,15 +56,20 @@ _WHERE = "[point_source]"
 
 
 def _point_source(
-    table: Any, priors: dict, multi_plane: bool = False, imaging: bool = True
+    table: Any,
+    priors: dict,
+    multi_plane: bool = False,
+    imaging: bool = True,
+    cosmography: bool = False,
 ) -> tuple[Any, PointSourceConfig]:
     """The ``[point_source]`` table: ``(PointSource, PointSourceConfig)``; ``multi_plane``
     when the lens is a multi-plane one (its delays then scale with ``h0``, not ``D_dt``);
-    ``imaging`` when there is a [dataset] (where ``in_imaging`` shows the images)."""
+    ``imaging`` when there is a [dataset] (where ``in_imaging`` shows the images);
+    ``cosmography`` when a ``[cosmography]`` table gives ``D_dt``."""
     _check_entries(table)
     data = _observed(table)
     kind, solver = _position_likelihood(table)
-    point_source = _source(table, data, priors, multi_plane)
+    point_source = _source(table, data, priors, multi_plane, cosmography)
     likelihood = _likelihood(table, data, kind, solver, imaging)
     return point_source, PointSourceConfig(likelihood, **_cosmology(table))
 
@@ -165,7 +170,7 @@ def _position_likelihood(table: dict) -> tuple[Any, Any]:
     return kind, solver
 
 
-def _source(table: dict, data: dict, priors: dict, multi_plane: bool) -> Any:
+def _source(table: dict, data: dict, priors: dict, multi_plane: bool, cosmography: bool) -> Any:
     """The ``PointSource``: its centre, and the flux and distance (``time_delay_distance``, or
     a multi-plane lens's ``h0``) that the observed data need; free ones register their priors
     under ``point_source.*``."""
@@ -182,7 +187,7 @@ def _source(table: dict, data: dict, priors: dict, multi_plane: bool) -> Any:
             f"{where}.centre = {_show(table['centre'])}: expected a pair [x, y] of numbers or "
             "prior tables"
         )
-    _check_distances(table, data, multi_plane)
+    _check_distances(table, data, multi_plane, cosmography)
     if "fluxes" in data and "flux" not in table:
         raise ConfigError(
             f"{where}.flux is missing: fluxes need the source's intrinsic flux, e.g. "
@@ -199,10 +204,25 @@ def _source(table: dict, data: dict, priors: dict, multi_plane: bool) -> Any:
         raise ConfigError(f"{where}: {str(err).replace('PointSource.', '')}") from None
 
 
-def _check_distances(table: dict, data: dict, multi_plane: bool) -> None:
-    """A single-plane lens's delays scale with ``time_delay_distance``, a multi-plane lens's
-    with ``h0``: each takes its own, and refuses the other's."""
+def _check_distances(table: dict, data: dict, multi_plane: bool, cosmography: bool) -> None:
+    """A single-plane lens's delays scale with ``time_delay_distance`` (or ``[cosmography]``'s
+    ``h0``), a multi-plane lens's with ``h0``: each takes its own, and refuses the other's."""
     where = _WHERE
+    if cosmography:
+        if multi_plane:
+            raise ConfigError(
+                "[cosmography] is for a single-plane lens; a multi-plane lens's delays take "
+                "[point_source].h0"
+            )
+        if "time_delay_distance" in table or "h0" in table:
+            key = "time_delay_distance" if "time_delay_distance" in table else "h0"
+            raise ConfigError(
+                f"{where}.{key}: with [cosmography], D_dt follows from its h0, omega_m, "
+                "lambda_int and kappa_ext; remove it"
+            )
+        if "omega_m" in table:
+            raise ConfigError(f"{where}.omega_m: with [cosmography], give it there")
+        return
     if multi_plane:
         for key, why in (
             ("time_delay_distance", "give h0 (its delays come from the cosmology's distances)"),

@@ -11,24 +11,18 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from twinlens.backend.concrete import is_concrete
 from twinlens.fields import ValueIdentity
+from twinlens.profiles import checks
 
 
 def check_range(owner: Any, name: str, value: Any, lo: float, hi: float, closed: str = "") -> None:
     """Raise ValueError unless a concrete ``value`` lies in ``(lo, hi)`` (``closed`` holds
-    ``"lo"`` and/or ``"hi"`` for a bound that is allowed)."""
-    if not is_concrete(value):
-        return
-    v = float(value)
-    ok = math.isfinite(v) and (v >= lo if "lo" in closed else v > lo)
-    ok = ok and (v <= hi if "hi" in closed else v < hi)
-    if not ok:
-        left = "[" if "lo" in closed else "("
-        right = "]" if "hi" in closed else ")"
-        raise ValueError(
-            f"{type(owner).__name__}.{name} must lie in {left}{lo}, {hi}{right}, got {value!r}"
-        )
+    ``"lo"`` and/or ``"hi"`` for a bound that is allowed); a traced or batched value records
+    its condition instead (:func:`~twinlens.profiles.checks.collect_validity`), so that a
+    search's likelihood gives ``-inf`` there."""
+    checks.check_range(
+        owner, name, value, lo, hi, low_open="lo" not in closed, high_open="hi" not in closed
+    )
 
 
 # --- mass ---------------------------------------------------------------------------------

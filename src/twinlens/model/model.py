@@ -22,10 +22,11 @@ from twinlens.lensing.tracer import Tracer
 from twinlens.messages import shown
 from twinlens.model.paths import (
     OFFSET,
-    POINT_SOURCE,
+    PARTS,
     band_path,
     get_path,
     parameter_paths,
+    part_path,
     set_paths,
     set_paths_offset,
 )
@@ -115,6 +116,13 @@ class Model(ValueIdentity):
         A lensed point source's parameters
         (:class:`~twinlens.likelihood.point_source.PointSource`), named by paths that start
         with ``point_source.`` (``point_source.time_delay_distance``).
+    cosmography : Cosmography, optional
+        Time-delay cosmography's parameters
+        (:class:`~twinlens.likelihood.cosmography.Cosmography`: ``H0``, ``Omega_m``,
+        ``lambda_int``, ``kappa_ext``), named by paths that start with ``cosmography.``.
+    kinematics : Isotropic, ConstantBeta or OsipkovMerritt, optional
+        The anisotropy of the lens's stellar orbits (:mod:`twinlens.kinematics`), named by
+        paths that start with ``kinematics.`` (``kinematics.r_ani``).
     bands : tuple of str, optional
         The names of the imaging bands of a multi-band fit
         (:class:`~twinlens.likelihood.MultiBandLikelihood`): a path ``band.<name>.<path>``
@@ -127,6 +135,8 @@ class Model(ValueIdentity):
     priors: Any = static_field(default=())
     point_source: Any = static_field(default=None)
     bands: tuple = static_field(default=())
+    cosmography: Any = static_field(default=None)
+    kinematics: Any = static_field(default=None)
 
     def __post_init__(self) -> None:
         if isinstance(self.priors, dict):
@@ -138,14 +148,7 @@ class Model(ValueIdentity):
             raise TypeError(f"Model.tracer must be a Tracer, got {type(self.tracer).__name__}")
         if not self.priors:
             raise ValueError("Model.priors is empty: give at least one free parameter a prior")
-        if self.point_source is not None:
-            from twinlens.likelihood.point_source import PointSource
-
-            if not isinstance(self.point_source, PointSource):
-                raise TypeError(
-                    "Model.point_source must be a PointSource, got "
-                    f"{type(self.point_source).__name__}"
-                )
+        self._check_parts()
         seen = set()
         free_paths = set(self.scalar_paths())
         own = [*parameter_paths(self.tracer), *OFFSET]  # what a band may free for itself
@@ -170,33 +173,53 @@ class Model(ValueIdentity):
                     f"the starting value of {path!r} ({value}) lies outside its prior {prior!r}"
                 )
 
+    def _check_parts(self) -> None:
+        from twinlens.kinematics.dispersion import Anisotropy
+        from twinlens.likelihood.cosmography import Cosmography
+        from twinlens.likelihood.point_source import PointSource
+
+        for name, kind in (
+            ("point_source", PointSource),
+            ("cosmography", Cosmography),
+            ("kinematics", Anisotropy),
+        ):
+            part = getattr(self, name)
+            if part is not None and not isinstance(part, kind):
+                raise TypeError(f"Model.{name} cannot be a {type(part).__name__}")
+
     # -- names ---------------------------------------------------------------------------
 
     def scalar_paths(self) -> list[str]:
-        """Every scalar parameter: the tracer's, then the point source's."""
+        """Every scalar parameter: the tracer's, then the point source's, cosmography's and
+        the kinematics' (each with its prefix)."""
         paths = parameter_paths(self.tracer)
-        if self.point_source is not None:
-            paths += [POINT_SOURCE + p for p in parameter_paths(self.point_source)]
+        for prefix, name in PARTS.items():
+            part = getattr(self, name)
+            if part is not None:
+                paths += [prefix + p for p in parameter_paths(part)]
         return paths
 
     def value(self, path: str) -> Any:
-        """The value at ``path`` (in the tracer, or in the point source for
-        ``point_source.`` paths; a band's own path starts at the tracer's value)."""
+        """The value at ``path`` (in the tracer, or in the part a prefix names:
+        ``point_source.``, ``cosmography.``, ``kinematics.``; a band's own path starts at the
+        tracer's value)."""
         band, inner = band_path(path)
         if band is not None:
             if band not in self.bands:
                 raise KeyError(f"{path!r}: the model has no band {band!r} (bands: {self.bands})")
             return 0.0 if inner in OFFSET else get_path(self.tracer, inner)
-        if path.startswith(POINT_SOURCE):
-            if self.point_source is None:
-                raise KeyError(f"{path!r}: the model has no point source")
-            return get_path(self.point_source, path[len(POINT_SOURCE) :])
+        name, inner = part_path(path)
+        if name is not None:
+            part = getattr(self, name)
+            if part is None:
+                raise KeyError(f"{path!r}: the model has no {name.replace('_', ' ')}")
+            return get_path(part, inner)
         return get_path(self.tracer, path)
 
     @property
     def tracer_paths(self) -> tuple[str, ...]:
         """The free parameters of the tracer, in vector order."""
-        return tuple(p for p in self.paths if not p.startswith(POINT_SOURCE))
+        return tuple(p for p in self.paths if part_path(p)[0] is None)
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -266,9 +289,16 @@ class Model(ValueIdentity):
                 return ("object", (type(value), named))
             return value_key(value, path)
 
-        if self.point_source is None:
+        parts = [
+            walk(getattr(self, name), prefix[:-1])
+            for prefix, name in PARTS.items()
+            if getattr(self, name) is not None
+        ]
+        if not parts:
             return walk(self.tracer, "")
-        return (walk(self.tracer, ""), walk(self.point_source, POINT_SOURCE[:-1]))
+        if len(parts) == 1 and self.point_source is not None:  # as before the other parts
+            return (walk(self.tracer, ""), parts[0])
+        return (walk(self.tracer, ""), *parts)
 
     def instance(self, vector: Any) -> Tracer:
         """The tracer at ``vector`` (fixed values stay as they are; raises a clear error for
@@ -279,7 +309,7 @@ class Model(ValueIdentity):
         values = {
             p: float(x)
             for p, x in zip(self.paths, v, strict=True)
-            if not p.startswith((POINT_SOURCE, "band."))
+            if part_path(p)[0] is None and not p.startswith("band.")
         }
         return set_paths(self.tracer, values, False)
 
@@ -296,11 +326,18 @@ class Model(ValueIdentity):
 
     def point_source_instance(self, vector: Any) -> Any:
         """The point source at ``vector`` (None when the model has none)."""
-        if self.point_source is None:
+        return self.part_instance("point_source", vector)
+
+    def part_instance(self, name: str, vector: Any) -> Any:
+        """The part ``name`` (``"point_source"``, ``"cosmography"``, ``"kinematics"``) at
+        ``vector``, None when the model has none."""
+        part = getattr(self, name)
+        if part is None:
             return None
         v = np.asarray(vector, dtype=float).reshape(-1)
-        n = len(POINT_SOURCE)
-        values = {
-            p[n:]: float(x) for p, x in zip(self.paths, v, strict=True) if p[:n] == POINT_SOURCE
-        }
-        return set_paths(self.point_source, values, False)
+        values = {}
+        for p, x in zip(self.paths, v, strict=True):
+            owner, inner = part_path(p)
+            if owner == name:
+                values[inner] = float(x)
+        return set_paths(part, values, False)

@@ -19,6 +19,11 @@ from twinlens.fields import ValueIdentity
 
 #: the prefix of a point source's parameter paths (``point_source.centre[0]``)
 POINT_SOURCE = "point_source."
+#: the prefixes of time-delay cosmography's parameters (``cosmography.h0``) and of the
+#: kinematics' anisotropy (``kinematics.r_ani``)
+COSMOGRAPHY, KINEMATICS = "cosmography.", "kinematics."
+#: the model's parts besides its tracer, by path prefix (:class:`~twinlens.model.Model`)
+PARTS = {POINT_SOURCE: "point_source", COSMOGRAPHY: "cosmography", KINEMATICS: "kinematics"}
 #: a band's name: letters, digits, ``_`` and ``-`` (it stands in a band's own parameter paths,
 #: ``band.<name>.<path>``, of a multi-band fit)
 BAND_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
@@ -26,12 +31,16 @@ _BAND_PATH = re.compile(r"^band\.([^.]+)\.(.+)$")
 
 __all__ = [
     "BAND_NAME",
+    "COSMOGRAPHY",
+    "KINEMATICS",
     "OFFSET",
+    "PARTS",
     "POINT_SOURCE",
     "band_path",
     "get_path",
     "parameter_paths",
     "parameter_unit",
+    "part_path",
     "readable_label",
     "set_paths",
     "set_paths_offset",
@@ -39,6 +48,16 @@ __all__ = [
 ]
 
 _TOKEN = re.compile(r"([A-Za-z_]\w*)((?:\[\d+\])*)")
+
+
+def part_path(path: str) -> tuple[str | None, str]:
+    """``(part, path inside it)`` of a free parameter's path: the part's attribute name on
+    the model (``"point_source"``, ``"cosmography"``, ``"kinematics"``), or None for the
+    tracer's own parameters."""
+    for prefix, name in PARTS.items():
+        if path.startswith(prefix):
+            return name, path[len(prefix) :]
+    return None, path
 
 
 def band_path(path: str) -> tuple[str | None, str]:

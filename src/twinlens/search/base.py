@@ -160,12 +160,16 @@ class Objective:
         dataset: Any,
         backend: str | None = None,
         point_source: Any = None,
+        kinematics: Any = None,
     ) -> Objective:
         """The objective of ``model`` fitted to the imaging ``dataset`` on ``backend``
         (default: the process default backend); for a model with bands, ``dataset`` is one
         dataset per band, in the order of ``model.bands``; with a ``point_source`` likelihood
         (:class:`~twinlens.likelihood.point_source.PointSourceLikelihood`) and a model with
-        a point source, the two log-likelihoods are added."""
+        a point source, the two log-likelihoods are added. A model with a ``cosmography``
+        makes a :class:`~twinlens.likelihood.cosmography.CosmographyLikelihood`, with the
+        ``kinematics`` (:class:`~twinlens.likelihood.cosmography.VelocityDispersionData`)
+        when given (the model's ``kinematics`` is then the anisotropy)."""
         if (point_source is None) != (model.point_source is None):
             raise ValueError(
                 "Objective.build: a point-source likelihood needs a model with a point source "
@@ -182,6 +186,19 @@ class Objective:
             )
         elif point_source is None:
             likelihood = ImagingLikelihood(dataset, model.tracer, model.paths)
+        elif model.cosmography is not None:
+            from twinlens.likelihood.cosmography import CosmographyLikelihood
+
+            likelihood = CosmographyLikelihood(
+                dataset,
+                model.tracer,
+                model.point_source,
+                point_source,
+                model.cosmography,
+                kinematics,
+                model.kinematics,
+                model.paths,
+            )
         else:
             from twinlens.likelihood.joint import JointLikelihood
 
@@ -261,6 +278,9 @@ class Objective:
         point_source = getattr(self.likelihood, "point_source_likelihood", None)
         if point_source is not None:  # in_imaging included: it changes the imaging term
             record["point source"] = result_digest(point_source, "point source").hex()
+        kinematics = getattr(self.likelihood, "kinematics", None)
+        if kinematics is not None:  # the measured dispersions and how they were taken
+            record["kinematics"] = result_digest(kinematics, "kinematics").hex()
         point_images = getattr(self.likelihood, "point_images", None)
         if point_images is not None:  # an imaging likelihood's own point images
             record["point images"] = result_digest(point_images, "point images").hex()
