@@ -140,9 +140,7 @@ def _kinematics(raw: Any, priors: dict) -> tuple[Any, Any]:
             sigma=_numeric(table["sigma"], f"{where}.sigma"),
             error=_numeric(table.get("sigma_error"), f"{where}.sigma_error"),
             covariance=_numeric(table.get("covariance"), f"{where}.covariance"),
-            apertures=tuple(
-                _aperture(a, f"{where}.aperture[{i}]") for i, a in enumerate(apertures)
-            ),
+            apertures=made,
             seeing=seeing,
             light=_light(table["light"]),
             mass=mass,
