@@ -56,6 +56,7 @@ from twinlens.job.summary import (
 from twinlens.likelihood.imaging import FitImaging
 from twinlens.model import Model, get_path, parameter_paths
 from twinlens.model.labels import axis_labels
+from twinlens.model.paths import part_path
 from twinlens.search.checkpoint import atomic_write_text
 from twinlens.user_warnings import warn_user
 
@@ -173,7 +174,9 @@ def write_results(
         extent_half = point_source_half_width(config.point_source.likelihood.data.positions)
     if plot:
         say("plots of the fit and the lens")
-        _write_plots(config, result, best, extent_half, h0_samples, truths, output, files)
+        _write_plots(
+            config, result, best, derived, (extent_half, h0_samples, truths), output, files
+        )
     say("COOLEST export")
     note, failure = _export_coolest(config, result, fit, solved, output, files)
 
@@ -228,7 +231,12 @@ def _derived_quantities(config: Any, result: Any) -> tuple[dict[str, Any], Any]:
     point_config = getattr(config, "point_source", None)
     h0_samples = None
     d_dt_path = "point_source.time_delay_distance"
-    if "point_source.h0" in model.paths:  # a multi-plane lens: H0 is sampled
+    if getattr(config, "cosmography", None) is not None:  # H0 sampled directly
+        from twinlens.job.results_cosmography import cosmography_derived
+
+        more, h0_samples = cosmography_derived(config, result, _stats, point)
+        derived |= more
+    elif "point_source.h0" in model.paths:  # a multi-plane lens: H0 is sampled
         h0_samples = result.samples[:, model.paths.index("point_source.h0")]
         derived["h0"] = _stats(
             h0_samples,
@@ -316,6 +324,9 @@ def _summary_lines(derived: dict[str, Any]) -> list[str]:
         if key in derived:
             name = "D_dt" if key == "time_delay_distance" else "H0"
             lines.append(interval_text(name, derived[key], unit) + "\n")
+    from twinlens.job.results_cosmography import dispersion_lines
+
+    lines += dispersion_lines(derived)
     if "point_image_fluxes" in derived:
         fluxes = ", ".join(f"{f:.5g}" for f in derived["point_image_fluxes"])
         lines.append(f"point image fluxes in the imaging (best fit): {fluxes}\n")
@@ -402,13 +413,15 @@ def _write_plots(
     config: Any,
     result: Any,
     best: _BestFit,
-    extent_half: float,
-    h0_samples: Any,
-    truths: Any,
+    derived: dict[str, Any],
+    extras: tuple[float, Any, Any],
     output: Path,
     files: dict[str, Path],
 ) -> None:
-    """The fit's, the lens's, the point source's and the corner plots, into ``files``."""
+    """The fit's, the lens's, the point source's, the kinematics' and the corner plots, into
+    ``files``; ``extras`` are the lens plot's half-width, the ``H0`` samples (or None) and
+    the corner plot's truths."""
+    extent_half, h0_samples, truths = extras
     model, fit, solved = config.model, best.fit, best.solved
     point_config = getattr(config, "point_source", None)
     if fit is not None:  # titled with summary.txt's names and numbers
@@ -443,6 +456,13 @@ def _write_plots(
             output / "point_source.png",
             h0_title=None if h0 is None else interval_text("H0", h0, "km/s/Mpc"),
         )
+    cosmography = getattr(config, "cosmography", None)
+    if cosmography is not None and cosmography.kinematics is not None:
+        from twinlens.job.results_cosmography import plot_kinematics
+
+        files["kinematics_plot"] = plot_kinematics(
+            config, result, derived, output / "kinematics.png"
+        )
     if draws_corner(result, model.n_params):
         files["corner_plot"] = plots.plot_corner(
             result.samples,
@@ -472,8 +492,8 @@ def _export_coolest(
     def described(path: str) -> bool:
         # COOLEST describes the lens, the sources' light and a pixelised source's
         # regularisation coefficient (its lambda), not a point source (result.json has it)
-        if path.startswith(("point_source.", "band.")):  # nor a band's own parameter
-            return False
+        if part_path(path)[0] is not None or path.startswith("band."):
+            return False  # nor a band's own parameter, nor cosmography's
         return ".pixelization." not in path or path.endswith(".regularization.coefficient")
 
     posterior = {

@@ -34,8 +34,9 @@ from twinlens.backend.concrete import any_jax
 from twinlens.cosmology import LensDistances, check_redshifts, flat_lcdm_distances
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.kinematics import CircularAperture, GaussianSeeing, Hernquist, Slit
-from twinlens.kinematics.dispersion import Anisotropy, velocity_dispersion
+from twinlens.kinematics.dispersion import Anisotropy, rule_dispersion
 from twinlens.kinematics.models import PowerLawMass
+from twinlens.kinematics.radial_rule import aperture_rule
 from twinlens.lensing.tracer import Tracer
 from twinlens.likelihood.batched import (
     JAX_CHUNK,
@@ -201,6 +202,11 @@ class VelocityDispersionData(ValueIdentity):
                 )
         return tuple(tuple(float(v) for v in row) for row in cov)
 
+    @property
+    def rules(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each aperture's radial rule with the seeing (fixed work, computed once)."""
+        return [aperture_rule(a, self.seeing) for a in self.apertures]
+
     @cached_property
     def precision(self) -> np.ndarray:
         """The inverse covariance, (km/s)^-2."""
@@ -224,8 +230,8 @@ class VelocityDispersionData(ValueIdentity):
         distances = cosmography.distances(xp)
         mass = self.model_mass(tracer)
         sigma = [
-            velocity_dispersion(mass, self.light, anisotropy, a, distances, self.seeing, backend)
-            for a in self.apertures
+            rule_dispersion(rule, mass, self.light, anisotropy, distances, backend)
+            for rule in self.rules
         ]
         return xp.stack([xp.asarray(s) for s in sigma]) * xp.sqrt(cosmography.lambda_total)
 

@@ -51,6 +51,10 @@ SYMBOLS = {
     "time_delay_distance": "DΔt",
     "flux": "F",
     "h0": "H0",
+    "omega_m": "Ωm",
+    "lambda_int": "λint",
+    "kappa_ext": "κext",
+    "r_ani": "rani",
 }
 
 _STEP = re.compile(r"([A-Za-z_]\w*)((?:\[\d+\])*)")
@@ -81,6 +85,8 @@ def _tokens(path: str) -> tuple[dict[str, str], str] | None:
             qualifiers["galaxy"] = _GALAXY[name] + index
         elif name == "point_source" and "galaxy" not in qualifiers:
             qualifiers["galaxy"] = "ps"
+        elif name in ("cosmography", "kinematics") and not qualifiers:
+            continue  # their parameters' symbols say what they are
         elif name in ("mass", "light", "pixelization") and "component" not in qualifiers:
             qualifiers["component"] = _COMPONENT[name] + index
         elif name == "profiles" and "part" not in qualifiers:

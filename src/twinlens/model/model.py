@@ -58,6 +58,10 @@ _LABELS = {
     "time_delay_distance": r"D_{\Delta t}",
     "flux": "F",
     "h0": r"H_0",
+    "omega_m": r"\Omega_{\rm m}",
+    "lambda_int": r"\lambda_{\rm int}",
+    "kappa_ext": r"\kappa_{\rm ext}",
+    "r_ani": r"r_{\rm ani}",
 }
 
 
@@ -70,6 +74,8 @@ def latex_label(path: str) -> str:
     name = _LABELS.get(last, last.replace("_", r"\_"))
     if head == "point_source":
         return f"{name}^{{\\rm ps}}"
+    if head in ("cosmography", "kinematics"):  # one of each: the symbol says it
+        return name
     where = head.replace("lenses", "L").replace("sources", "S").replace(".mass", "m")
     where = where.replace(".light", "l").replace(".pixelization.regularization", "pix")
     where = where.replace("[", "").replace("]", "")

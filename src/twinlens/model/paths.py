@@ -104,6 +104,7 @@ _ARCSEC = {
     "sigma",
     "r_s",
     "r_c",
+    "r_ani",
 }
 _DEGREES = {"angle", "reference_angle"}
 _OTHER_UNITS = {"time_delay_distance": "Mpc", "h0": "km/s/Mpc"}
