@@ -271,12 +271,13 @@ def _add_fit(sub: Any) -> None:
         "--example",
         nargs="?",
         const="parametric",
-        choices=("parametric", "pixelised", "multiband", "timedelay", "quasar"),
+        choices=("parametric", "pixelised", "multiband", "timedelay", "tdcosmo", "quasar"),
         help="simulate the built-in lens and fit it; --example pixelised: an irregular source "
         "fitted with a pixelised source in two stages; --example multiband: the lens in two "
         "bands at different pixel scales and PSFs; --example timedelay: a lensed "
-        "quasar's imaging, image positions and delays, reporting H0; --example quasar: its "
-        "image positions and delays alone, without imaging",
+        "quasar's imaging, image positions and delays, reporting H0; --example tdcosmo: the "
+        "same with the lens's velocity dispersion and the mass sheet free (time-delay "
+        "cosmography); --example quasar: its image positions and delays alone, without imaging",
     )
     f.add_argument("--quick", action="store_true", help="with --example: fewer live points")
     f.add_argument("--backend", choices=("numba", "jax"), help="override the file's backend")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from twinlens.job import example, example_multiband, timedelay
+from twinlens.job import example, example_multiband, example_tdcosmo, timedelay
 from twinlens.job.example_folder import place_example
 
 __all__ = ["EXAMPLES", "BuiltInExample", "prepare_example"]
@@ -64,6 +64,13 @@ EXAMPLES: dict[str, BuiltInExample] = {
         timedelay.TIMEDELAY_QUICK_SEARCH,
         timedelay.write_timedelay_example,
         _point_truth,
+    ),
+    "tdcosmo": BuiltInExample(
+        "twinlens_example_tdcosmo",
+        example_tdcosmo.TDCOSMO_SEARCH,
+        example_tdcosmo.TDCOSMO_QUICK_SEARCH,
+        example_tdcosmo.write_tdcosmo_example,
+        lambda: dict(example_tdcosmo.TDCOSMO_TRUTH),
     ),
     "quasar": BuiltInExample(
         "twinlens_example_quasar",

@@ -170,10 +170,12 @@ def timedelay_config_text(
     point: dict[str, Any],
     output: str = "fit_output",
     imaging: bool = True,
+    extra: tuple[str, list[str]] | None = None,
 ) -> str:
     """The time-delay example's ``fit.toml``; without ``imaging``, the quasar example's (no
     [dataset], no host galaxy, and a prior on the slope, which positions and delays alone
-    leave degenerate with ``D_dt``)."""
+    leave degenerate with ``D_dt``). ``extra``: a title and the lines of tables that give
+    ``D_dt`` instead of ``[point_source]`` (``[cosmography]``, ``[kinematics]``)."""
     epl, shear, host = "lenses[0].mass[0]", "lenses[0].mass[1]", "sources[0].light[0]"
 
     def pair(path: str) -> str:
@@ -219,12 +221,18 @@ def timedelay_config_text(
         'position_likelihood = "image"',
         f"solver = {_toml(SOLVER)}",
         f"centre = {pair('point_source.centre')}",
-        f"time_delay_distance = {_toml(_free('point_source.time_delay_distance'))}  # Mpc",
-        f"z_lens = {_toml(Z_LENS)}  # to report H0 (flat LambdaCDM)",
-        f"z_source = {_toml(Z_SOURCE)}",
-        f"omega_m = {_toml(OMEGA_M)}",
     ]
-    title = f"twinlens example: {what}, EPL + shear, H0"
+    if extra is None:
+        lines += [
+            f"time_delay_distance = {_toml(_free('point_source.time_delay_distance'))}  # Mpc",
+            f"z_lens = {_toml(Z_LENS)}  # to report H0 (flat LambdaCDM)",
+            f"z_source = {_toml(Z_SOURCE)}",
+            f"omega_m = {_toml(OMEGA_M)}",
+        ]
+        title = f"twinlens example: {what}, EPL + shear, H0"
+    else:
+        title, tables = extra
+        lines += [f"z_lens = {_toml(Z_LENS)}", f"z_source = {_toml(Z_SOURCE)}", "", *tables]
     dataset = (TD_SUB_SIZE, TD_MASK_RADIUS) if imaging else None
     note = "the host galaxy's lensed light (the quasar images subtracted)"
     return config_document(title, backend, output, search, lines, dataset, note)
