@@ -175,12 +175,17 @@ def time_delay_days(fermat_difference: Any, time_delay_distance: Any) -> Any:
 N_COMOVING = 48
 
 
+@cache
+def _legendre() -> tuple[Any, Any]:
+    import numpy as np
+
+    return np.polynomial.legendre.leggauss(N_COMOVING)
+
+
 def _comoving_unit(z: Any, omega_m: Any, xp: Any) -> Any:
     """``int_0^z dz' / E(z')`` of flat LambdaCDM (no radiation), ``E = sqrt(Om (1+z)^3 + 1 -
     Om)``: Gauss-Legendre on ``[0, z]`` (smooth integrand; exact to rounding below z ~ 10)."""
-    import numpy as np
-
-    x, w = np.polynomial.legendre.leggauss(N_COMOVING)
+    x, w = _legendre()
     zz = 0.5 * z * (xp.asarray(x) + 1.0)
     e = xp.sqrt(omega_m * (1.0 + zz) ** 3 + (1.0 - omega_m))
     return 0.5 * z * xp.sum(xp.asarray(w) / e, axis=-1)

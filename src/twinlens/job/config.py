@@ -48,7 +48,7 @@ import numpy as np
 from twinlens.backend import BACKENDS, check_backend
 from twinlens.imaging.dataset import Imaging
 from twinlens.job.config_bands import BAND_KEYS, Bands, check_band_paths, read_bands
-from twinlens.job.config_cosmography import CosmographyConfig, read_cosmography
+from twinlens.job.config_cosmography import CosmographyConfig, check_sections, read_cosmography
 from twinlens.job.config_errors import ConfigError, _is_number, _show, _suggest, _toml_path
 from twinlens.job.config_pixelised import AdaptFrom, ReadContext, _check_pixelised
 from twinlens.job.config_point_source import (
@@ -329,6 +329,7 @@ def parse_config(
     a catalogue checks every lens's configuration so before any fit starts."""
     base = Path(base)
     backend = _check_head(data, backend)
+    check_sections(data)
     priors: dict[str, Prior] = {}
     imaging = "dataset" in data
     # read first: a k-means source mesh clusters on the data's grid (the first band's)

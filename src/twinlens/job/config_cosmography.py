@@ -24,7 +24,7 @@ from typing import Any
 from twinlens.job.config_errors import ConfigError, _is_number, _show, _suggest
 from twinlens.job.config_priors import _value
 
-__all__ = ["CosmographyConfig", "read_cosmography"]
+__all__ = ["CosmographyConfig", "check_sections", "read_cosmography"]
 
 _COSMO_KEYS = ("h0", "omega_m", "lambda_int", "kappa_ext")
 _KIN_KEYS = (
@@ -55,13 +55,8 @@ class CosmographyConfig:
 def read_cosmography(data: dict, priors: dict, ps_config: Any) -> CosmographyConfig | None:
     """The two tables (None without ``[cosmography]``); ``ps_config`` is the
     ``[point_source]``'s :class:`~twinlens.job.config_point_source.PointSourceConfig`."""
+    check_sections(data)
     if "cosmography" not in data:
-        if "kinematics" in data:
-            raise ConfigError(
-                "[kinematics] needs [cosmography]: the dispersion is predicted in a cosmology "
-                "with H0 and the mass-sheet parameters, e.g. [cosmography] h0 = {uniform = "
-                "[40.0, 100.0]}"
-            )
         return None
     table = _table(data["cosmography"], "[cosmography]", _COSMO_KEYS)
     _check_point_source(ps_config)
@@ -86,6 +81,17 @@ def read_cosmography(data: dict, priors: dict, ps_config: Any) -> CosmographyCon
         return CosmographyConfig(cosmography)
     kinematics, anisotropy = _kinematics(data["kinematics"], priors)
     return CosmographyConfig(cosmography, kinematics, anisotropy)
+
+
+def check_sections(data: dict) -> None:
+    """``[kinematics]`` comes with ``[cosmography]`` (checked before the other tables, whose
+    errors would otherwise speak of what ``[cosmography]`` gives)."""
+    if "kinematics" in data and "cosmography" not in data:
+        raise ConfigError(
+            "[kinematics] needs [cosmography]: the dispersion is predicted in a cosmology "
+            "with H0 and the mass-sheet parameters, e.g. [cosmography] h0 = {uniform = "
+            "[40.0, 100.0]}"
+        )
 
 
 def _table(raw: Any, where: str, keys: tuple[str, ...]) -> dict:
