@@ -1,5 +1,6 @@
 """Spherical Jeans kinematics: luminosity-weighted line-of-sight velocity dispersions inside an
-aperture, with Gaussian seeing, on the numba, numpy and JAX backends (docs/kinematics.rst)."""
+aperture, with Gaussian or Moffat seeing, on the numba, numpy and JAX backends
+(docs/kinematics.rst)."""
 
 from twinlens.kinematics.dispersion import projected_dispersion, velocity_dispersion
 from twinlens.kinematics.models import (
@@ -8,6 +9,7 @@ from twinlens.kinematics.models import (
     GaussianSeeing,
     Hernquist,
     Isotropic,
+    MoffatSeeing,
     OsipkovMerritt,
     PointMass,
     PowerLawMass,
@@ -21,6 +23,7 @@ __all__ = [
     "GaussianSeeing",
     "Hernquist",
     "Isotropic",
+    "MoffatSeeing",
     "OsipkovMerritt",
     "PointMass",
     "PowerLawMass",

@@ -16,6 +16,7 @@ from twinlens.kinematics.models import (
     ConstantBeta,
     GaussianSeeing,
     Isotropic,
+    MoffatSeeing,
     OsipkovMerritt,
     PointMass,
     PowerLawMass,
@@ -109,13 +110,31 @@ def projected_dispersion(
     return s2i * (norm * _mass_scale(mass, distances, xp)), inten * norm
 
 
+def _aperture_nodes(
+    aperture: CircularAperture | Slit, seeing: GaussianSeeing | MoffatSeeing | None, xp: Any
+) -> tuple[Any, Any]:
+    """The aperture's ``(radii, weights)`` through the seeing."""
+    if not isinstance(aperture, CircularAperture | Slit):
+        raise TypeError(f"aperture must be CircularAperture or Slit, got {type(aperture).__name__}")
+    if isinstance(seeing, MoffatSeeing):
+        if isinstance(aperture, CircularAperture):
+            return ap.circle_moffat(aperture.radius, seeing.fwhm, seeing.beta, xp)
+        return ap.slit_moffat(aperture.length, aperture.width, seeing.fwhm, seeing.beta, xp)
+    if seeing is not None and not isinstance(seeing, GaussianSeeing):
+        raise TypeError(f"seeing must be GaussianSeeing, MoffatSeeing or None, got {seeing!r}")
+    sigma = None if seeing is None else seeing.fwhm * ap.FWHM_TO_SIGMA
+    if isinstance(aperture, CircularAperture):
+        return ap.circle(aperture.radius, sigma, xp)
+    return ap.slit(aperture.length, aperture.width, sigma, xp)
+
+
 def velocity_dispersion(
     mass: Mass,
     light: Any,
     anisotropy: Anisotropy,
     aperture: CircularAperture | Slit,
     distances: LensDistances,
-    seeing: GaussianSeeing | None = None,
+    seeing: GaussianSeeing | MoffatSeeing | None = None,
     backend: str | None = None,
 ) -> Any:
     """Luminosity-weighted line-of-sight velocity dispersion inside an aperture, km/s.
@@ -129,7 +148,7 @@ def velocity_dispersion(
     aperture : CircularAperture or Slit
     distances : LensDistances
         From :func:`twinlens.cosmology.lens_distances` (only ``d_s / d_ds`` enters).
-    seeing : GaussianSeeing, optional
+    seeing : GaussianSeeing or MoffatSeeing, optional
         None: no seeing.
     backend : {"numba", "jax", "numpy"}, optional
         Default: JAX when any parameter is a JAX array or tracer, else the process default.
@@ -142,13 +161,7 @@ def velocity_dispersion(
     _check_rates(mass, light, anisotropy)
     backend = resolve_backend(backend, *_leaves(mass, light, anisotropy, aperture, seeing))
     xp = array_module(backend)
-    sigma = None if seeing is None else seeing.fwhm * ap.FWHM_TO_SIGMA
-    if isinstance(aperture, CircularAperture):
-        radii, weights = ap.circle(aperture.radius, sigma, xp)
-    elif isinstance(aperture, Slit):
-        radii, weights = ap.slit(aperture.length, aperture.width, sigma, xp)
-    else:
-        raise TypeError(f"aperture must be CircularAperture or Slit, got {type(aperture).__name__}")
+    radii, weights = _aperture_nodes(aperture, seeing, xp)
     radii = radii.reshape(-1)
     weights = weights.reshape(-1)
     s2i, inten = _kernel_call(radii, mass, light, anisotropy, backend)

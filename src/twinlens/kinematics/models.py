@@ -170,3 +170,18 @@ class GaussianSeeing(ValueIdentity):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_range(self, "fwhm", self.fwhm, 0.0, math.inf)
+
+
+@dataclass(frozen=True, eq=False)
+class MoffatSeeing(ValueIdentity):
+    """Moffat seeing, ``P(r) ~ (1 + r^2 / alpha^2)^-beta``, of full width at half maximum
+    ``fwhm`` arcsec (> 0) and ``beta > 1`` (``alpha = fwhm / (2 sqrt(2^(1/beta) - 1))``; large
+    ``beta`` tends to Gaussian seeing of the same FWHM)."""
+
+    fwhm: Any = 0.7
+    beta: Any = 2.5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_range(self, "fwhm", self.fwhm, 0.0, math.inf)
+        check_range(self, "beta", self.beta, 1.0, math.inf)
