@@ -16,18 +16,19 @@ components (a parallel loop on numba, a scan on JAX); the rest is array arithmet
 i.e. ``M_3D / (pi Sigma_crit)`` per arcsec^2, from a 3D density in units of ``Sigma_crit`` per
 arcsec (whose projection is the convergence)::
 
-    NFW, rho = (kappa_s / r_s) / (x (1 + x)^2):   G M = 4 kappa_s r_s^2 (ln(1 + x) - x / (1 + x)),
-    3D Gaussian of projected peak convergence A:  G M = 2 A s^2 (erf(t) - 2 t exp(-t^2) / sqrt(pi)),
+    NFW, rho = (kappa_s / r_s) / (x (1 + x)^2):  G M = 4 kappa_s r_s^2 (ln(1 + x) - x / (1 + x)),
+    3D Gaussian, projected peak convergence A:  G M = 2 A sig^2 (erf(t) - 2 t e^(-t^2) / sqrt(pi)),
 
-``x = r / r_s``, ``t = r / (sqrt(2) s)``; where those differences cancel (``x < 1e-3``,
+``x = r / r_s``, ``t = r / (sqrt(2) sig)``; where those differences cancel (``x < 1e-3``,
 ``t < 0.2``) their Taylor series are taken instead.
 
-**Light**: a 3D Gaussian of total luminosity ``L`` and width ``s`` (its projection has the same
-``s``) is ``nu = L exp(-r^2 / 2 s^2) / ((2 pi)^(3/2) s^3)``.
+**Light**: a 3D Gaussian of total luminosity ``L`` and width ``sig`` (its projection has the
+same ``sig``) is ``nu = L exp(-r^2 / (2 sig^2)) / ((2 pi)^(3/2) sig^3)``.
 
-**Range.** For Gaussian light the integrands fall as ``exp(-(r^2 - R^2) / 2 s^2)``, so the sums
-stop at ``r_max^2 = R^2 + 2 CUT_GAUSS s_max^2``, ``s_max`` the widest Gaussian (the mass and the
-kernels grow as powers, which the margin of ``CUT_GAUSS`` over ``-ln`` of the target covers).
+**Range.** For Gaussian light the integrands fall as ``exp(-(r^2 - R^2) / (2 sig^2))``, so the
+sums stop at ``r_max^2 = R^2 + 2 CUT_GAUSS sig_max^2``, ``sig_max`` the widest Gaussian (the
+mass and the kernels grow as powers, which the margin of ``CUT_GAUSS`` over ``-ln`` of the
+target covers).
 For double-power-law light the range is :func:`~twinlens.kinematics.jeans.line_of_sight_range`
 with the mass's growth ``d ln M / d ln r`` at large ``r`` (0 for NFW, whose ``ln r`` adds a
 factor of order ``Y`` to a tail of ``exp(-CUT)``).
@@ -43,7 +44,7 @@ from twinlens.kernels.ops import erf, exp, log1p, minimum, pointwise, where
 from twinlens.kernels.registry import Kernel
 from twinlens.kinematics import jeans
 
-#: ``(r_max^2 - R^2) / (2 s_max^2)`` for Gaussian light: the Gaussian's tail there is
+#: ``(r_max^2 - R^2) / (2 sig_max^2)`` for Gaussian light: the Gaussian's tail there is
 #: ``exp(-CUT_GAUSS)``
 CUT_GAUSS = 40.0
 _TWO_PI_3_2 = (2.0 * math.pi) ** 1.5
