@@ -72,7 +72,7 @@ def test_the_dispersion_is_part_of_the_fingerprint(folder, tmp_path) -> None:
         (r"^lambda_int = .*$", "lambda_int = -1.0", "lambda_int must be"),
         (r"^aperture = .*$", 'aperture = {type = "slot"}', r"aperture\[0\]"),
         (r"^sigma_error = .*$", "covariance = [[4.0]]\nsigma_error = 3.0", "one of them"),
-        (r"^light = .*$", 'light = {type = "Sersic"}', "Hernquist"),
+        (r"^light = .*$", 'light = {type = "Sersic"}', "Sersic takes"),
         (r"^anisotropy = .*$", 'anisotropy = {type = "Osipkov"}', "OsipkovMerritt"),
         (r"^sigma = .*$", "sigma = -5.0", "sigma must be > 0"),
         (r"^delays = .*\ndelay_sigma = .*$", "", "with delays"),

@@ -8,8 +8,9 @@ It needs a ``[point_source]`` with delays and the redshifts, and takes the place
 
 ``[kinematics]`` takes ``sigma`` (km/s; a number, or a list of bins) with ``sigma_error`` (or a
 ``covariance``), ``aperture`` (``{type = "slit", length, width}`` or ``{type = "circle",
-radius}``, or a list of them, one per bin), ``seeing_fwhm`` (arcsec; optional), ``light``
-(``{type = "Hernquist", a}`` or ``{type = "Hernquist", effective_radius}``), ``anisotropy``
+radius}``, or a list of them, one per bin), ``seeing_fwhm`` (arcsec; optional; Gaussian, or
+Moffat with ``seeing_beta``), ``light`` (``{type = "Hernquist", a}``, ``{type = "Hernquist",
+effective_radius}`` or ``{type = "Sersic", effective_radius, sersic_index}``), ``anisotropy``
 (``{type = "OsipkovMerritt", r_ani}``, ``{type = "ConstantBeta", beta}`` or
 ``{type = "Isotropic"}``; ``r_ani`` and ``beta`` numbers or priors) and ``mass`` (the path of
 the lens profile whose Einstein radius and slope make the Jeans model; default
@@ -33,6 +34,7 @@ _KIN_KEYS = (
     "covariance",
     "aperture",
     "seeing_fwhm",
+    "seeing_beta",
     "light",
     "anisotropy",
     "mass",
@@ -134,7 +136,12 @@ def _kinematics(raw: Any, priors: dict) -> tuple[Any, Any]:
     apertures = table["aperture"]
     apertures = apertures if isinstance(apertures, list) else [apertures]
     seeing = None
-    if "seeing_fwhm" in table:
+    if "seeing_beta" in table and "seeing_fwhm" not in table:
+        raise ConfigError(f"{where}.seeing_beta (a Moffat seeing's) needs seeing_fwhm")
+    if "seeing_beta" in table:
+        args = {"fwhm": table["seeing_fwhm"], "beta": table["seeing_beta"]}
+        seeing = _made(where + ".seeing_beta", "MoffatSeeing", args)
+    elif "seeing_fwhm" in table:
         seeing = _made(where + ".seeing_fwhm", "GaussianSeeing", {"fwhm": table["seeing_fwhm"]})
     mass = table.get("mass", "lenses[0].mass[0]")
     if not isinstance(mass, str):
@@ -206,12 +213,18 @@ def _aperture(raw: Any, where: str) -> Any:
 
 def _light(raw: Any) -> Any:
     where = "[kinematics].light"
-    if not isinstance(raw, dict) or raw.get("type") != "Hernquist":
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if kind not in ("Hernquist", "Sersic"):
         raise ConfigError(
-            f'{where} = {_show(raw)}: expected {{type = "Hernquist", a = ...}} or '
-            '{type = "Hernquist", effective_radius = ...} (arcsec)'
+            f'{where} = {_show(raw)}: expected {{type = "Hernquist", effective_radius = ...}}'
+            ' (or a = ...), or {type = "Sersic", effective_radius = ..., sersic_index = ...} '
+            "(arcsec)"
         )
     given = {k: v for k, v in raw.items() if k != "type"}
+    if kind == "Sersic":
+        if sorted(given) != ["effective_radius", "sersic_index"]:
+            raise ConfigError(f"{where}: Sersic takes effective_radius and sersic_index")
+        return _made(where, "SersicLight", given)
     if list(given) == ["effective_radius"] and _is_number(given["effective_radius"]):
         given = {"a": float(given["effective_radius"]) / HERNQUIST_REFF_OVER_A}
     if list(given) != ["a"]:

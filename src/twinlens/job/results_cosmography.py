@@ -116,6 +116,7 @@ def plot_kinematics(config: Any, result: Any, derived: dict[str, Any], path: str
     else:
         ax.plot(x + 0.1, med, "s", color="C1", label="predicted")
     ax.set_xticks(x)
+    ax.set_xlim(-0.5, len(records) - 0.4)
     ax.set_xlabel("aperture / bin")
     ax.set_ylabel("velocity dispersion [km/s]")
     ax.legend(fontsize=8)

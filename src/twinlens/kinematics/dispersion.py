@@ -10,40 +10,64 @@ from twinlens.backend import array_module, resolve_backend
 from twinlens.backend.concrete import is_concrete
 from twinlens.cosmology import LensDistances
 from twinlens.kinematics import aperture as ap
-from twinlens.kinematics import jeans
+from twinlens.kinematics import general, jeans
 from twinlens.kinematics.models import (
     CircularAperture,
     ConstantBeta,
+    GaussianLight,
+    GaussianMass,
     GaussianSeeing,
     Isotropic,
+    MassSum,
+    MoffatSeeing,
+    NFWMass,
     OsipkovMerritt,
     PointMass,
     PowerLawMass,
+    SersicLight,
     Slit,
 )
 
-Mass = PowerLawMass | PointMass
+Mass = PowerLawMass | PointMass | NFWMass | GaussianMass | MassSum
 Anisotropy = Isotropic | ConstantBeta | OsipkovMerritt
 
 
 def _leaves(*objs: Any) -> list:
+    """Every parameter value inside the objects (fields of fields, tuples' items)."""
     out: list = []
     for obj in objs:
-        if obj is not None:
-            out.extend(getattr(obj, n) for n in getattr(obj, "__dataclass_fields__", ()))
+        if obj is None:
+            continue
+        if isinstance(obj, tuple):
+            out.extend(_leaves(*obj))
+        elif hasattr(obj, "__dataclass_fields__"):
+            out.extend(_leaves(*(getattr(obj, n) for n in obj.__dataclass_fields__)))
+        else:
+            out.append(obj)
     return out
+
+
+def _extra(anisotropy: Anisotropy) -> Any:
+    """What the anisotropy kernel's growth takes off the dispersion integrand's decay rate."""
+    if isinstance(anisotropy, OsipkovMerritt):
+        return 1.0
+    if isinstance(anisotropy, ConstantBeta):
+        beta = anisotropy.beta
+        if is_concrete(beta):
+            return max(2.0 * float(beta) - 1.0, 0.0)
+        return array_module("jax").maximum(2.0 * beta - 1.0, 0.0)
+    return 0.0
 
 
 def _check_rates(mass: Mass, light: Any, anisotropy: Anisotropy) -> None:
     """The integrals converge only when the tracer falls fast enough (concrete values only)."""
-    _, p, q, _ = light.shape()
-    gamma = mass.slope()
-    extra = 1.0 if isinstance(anisotropy, OsipkovMerritt) else 0.0
-    if isinstance(anisotropy, ConstantBeta) and is_concrete(anisotropy.beta):
-        extra = max(2.0 * float(anisotropy.beta) - 1.0, 0.0)
-    if not all(is_concrete(v) for v in (p, q, gamma)):
+    if isinstance(light, GaussianLight | SersicLight):
         return
-    if float(p) + float(q) - 1.0 <= 0.0 or float(p + q + gamma) - 3.0 - extra <= 0.0:
+    _, p, q, _ = light.shape()
+    growth, extra = mass.growth(), _extra(anisotropy)
+    if not all(is_concrete(v) for v in (p, q, growth, extra)):
+        return
+    if float(p) + float(q) - 1.0 <= 0.0 or float(p + q - growth) - extra <= 0.0:
         raise ValueError(
             f"the light ({light!r}) falls too slowly for the mass ({mass!r}) and anisotropy "
             f"({anisotropy!r}): sigma^2 I diverges; a power-law tracer needs slope > 1 and "
@@ -51,15 +75,68 @@ def _check_rates(mass: Mass, light: Any, anisotropy: Anisotropy) -> None:
         )
 
 
-def _mass_scale(mass: Mass, distances: LensDistances, xp: Any) -> Any:
-    unit = jeans.mass_unit(distances.d_s, distances.d_ds)
+def _general_call(radius: Any, mass: Mass, light: Any, anisotropy: Anisotropy, backend: str):
+    """``(sigma^2 I / mass_unit, I)`` by :func:`general.radial_sums` (any mass and light)."""
+    xp = array_module(backend)
+    radius = xp.asarray(radius, dtype=float)
+    flat = radius.reshape(-1)
+    if isinstance(anisotropy, Isotropic):
+        kind, par = "iso", None
+    elif isinstance(anisotropy, OsipkovMerritt):
+        kind, par = "om", anisotropy.r_ani
+    elif isinstance(anisotropy, ConstantBeta):
+        kind, par = "beta", anisotropy.beta
+    else:
+        raise TypeError(
+            f"anisotropy must be Isotropic, ConstantBeta or OsipkovMerritt, got {anisotropy!r}"
+        )
+    if isinstance(light, GaussianLight | SersicLight):
+        lums, sigmas = light.gaussians(xp)
+
+        def nu(r: Any) -> Any:
+            return general.GAUSSIAN_LIGHT(r.reshape(-1), lums, sigmas, backend=backend).reshape(
+                r.shape
+            )
+
+        big_y = general.gaussian_range(flat, xp.max(sigmas), xp)
+    else:
+        a, p, q, norm = light.shape()
+
+        def nu(r: Any) -> Any:
+            return norm * jeans.light_density(r, a, p, q)
+
+        growth = mass.growth()
+        big_y = jeans.line_of_sight_range(flat, 3.0 - growth, a, p, q, _extra(anisotropy))
+    s2i, inten = general.radial_sums(
+        flat, big_y, nu, lambda r: mass.enclosed(r, backend), kind, par, xp
+    )
+    return s2i.reshape(radius.shape), inten.reshape(radius.shape)
+
+
+def _profile(
+    radius: Any, mass: Mass, light: Any, anisotropy: Anisotropy, unit: Any, backend: str
+) -> tuple[Any, Any]:
+    """``(sigma^2 I, I)``, km^2/s^2 times light and light: the power law's per-point kernels
+    where they apply, else the general sums."""
+    if isinstance(mass, PowerLawMass | PointMass) and hasattr(light, "shape"):
+        s2i, inten = _kernel_call(radius, mass, light, anisotropy, backend)
+        norm = light.shape()[3]
+        xp = array_module(backend)
+        return s2i * (norm * unit * _mass_scale(mass, xp)), inten * norm
+    s2i, inten = _general_call(radius, mass, light, anisotropy, backend)
+    return s2i * unit, inten
+
+
+def _mass_scale(mass: PowerLawMass | PointMass, xp: Any) -> Any:
     if isinstance(mass, PointMass):
-        return unit * mass.theta_e**2
+        return mass.theta_e**2
     f = jeans.sphere_to_cylinder(mass.gamma, xp)
-    return unit * f * mass.theta_e ** (mass.gamma - 1.0)
+    return f * mass.theta_e ** (mass.gamma - 1.0)
 
 
-def _kernel_call(radius: Any, mass: Mass, light: Any, anisotropy: Anisotropy, backend: str):
+def _kernel_call(
+    radius: Any, mass: PowerLawMass | PointMass, light: Any, anisotropy: Anisotropy, backend: str
+):
     a, p, q, _ = light.shape()
     head = (mass.slope(), a, p, q)
     xp = array_module(backend)
@@ -99,14 +176,30 @@ def projected_dispersion(
     """
     _check_rates(mass, light, anisotropy)
     backend = resolve_backend(backend, radius, *_leaves(mass, light, anisotropy))
-    xp = array_module(backend)
     if backend != "jax":
         radius = np.asarray(radius, dtype=float)
         if np.any(~(radius > 0.0)):
             raise ValueError("radius must be > 0 arcsec (projected radii), got a value <= 0")
-    s2i, inten = _kernel_call(radius, mass, light, anisotropy, backend)
-    norm = light.shape()[3]
-    return s2i * (norm * _mass_scale(mass, distances, xp)), inten * norm
+    unit = jeans.mass_unit(distances.d_s, distances.d_ds)
+    return _profile(radius, mass, light, anisotropy, unit, backend)
+
+
+def _aperture_nodes(
+    aperture: CircularAperture | Slit, seeing: GaussianSeeing | MoffatSeeing | None, xp: Any
+) -> tuple[Any, Any]:
+    """The aperture's ``(radii, weights)`` through the seeing."""
+    if not isinstance(aperture, CircularAperture | Slit):
+        raise TypeError(f"aperture must be CircularAperture or Slit, got {type(aperture).__name__}")
+    if isinstance(seeing, MoffatSeeing):
+        if isinstance(aperture, CircularAperture):
+            return ap.circle_moffat(aperture.radius, seeing.fwhm, seeing.beta, xp)
+        return ap.slit_moffat(aperture.length, aperture.width, seeing.fwhm, seeing.beta, xp)
+    if seeing is not None and not isinstance(seeing, GaussianSeeing):
+        raise TypeError(f"seeing must be GaussianSeeing, MoffatSeeing or None, got {seeing!r}")
+    sigma = None if seeing is None else seeing.fwhm * ap.FWHM_TO_SIGMA
+    if isinstance(aperture, CircularAperture):
+        return ap.circle(aperture.radius, sigma, xp)
+    return ap.slit(aperture.length, aperture.width, sigma, xp)
 
 
 def velocity_dispersion(
@@ -115,21 +208,21 @@ def velocity_dispersion(
     anisotropy: Anisotropy,
     aperture: CircularAperture | Slit,
     distances: LensDistances,
-    seeing: GaussianSeeing | None = None,
+    seeing: GaussianSeeing | MoffatSeeing | None = None,
     backend: str | None = None,
 ) -> Any:
     """Luminosity-weighted line-of-sight velocity dispersion inside an aperture, km/s.
 
     Parameters
     ----------
-    mass : PowerLawMass or PointMass
-    light : Hernquist or PowerLawTracer
+    mass : PowerLawMass, PointMass, NFWMass, GaussianMass or MassSum
+    light : Hernquist, PowerLawTracer, GaussianLight (MGELight) or SersicLight
         (A power-law tracer has infinite light: use it for radial checks, not in apertures.)
     anisotropy : Isotropic, ConstantBeta or OsipkovMerritt
     aperture : CircularAperture or Slit
     distances : LensDistances
         From :func:`twinlens.cosmology.lens_distances` (only ``d_s / d_ds`` enters).
-    seeing : GaussianSeeing, optional
+    seeing : GaussianSeeing or MoffatSeeing, optional
         None: no seeing.
     backend : {"numba", "jax", "numpy"}, optional
         Default: JAX when any parameter is a JAX array or tracer, else the process default.
@@ -142,27 +235,21 @@ def velocity_dispersion(
     _check_rates(mass, light, anisotropy)
     backend = resolve_backend(backend, *_leaves(mass, light, anisotropy, aperture, seeing))
     xp = array_module(backend)
-    sigma = None if seeing is None else seeing.fwhm * ap.FWHM_TO_SIGMA
-    if isinstance(aperture, CircularAperture):
-        radii, weights = ap.circle(aperture.radius, sigma, xp)
-    elif isinstance(aperture, Slit):
-        radii, weights = ap.slit(aperture.length, aperture.width, sigma, xp)
-    else:
-        raise TypeError(f"aperture must be CircularAperture or Slit, got {type(aperture).__name__}")
+    radii, weights = _aperture_nodes(aperture, seeing, xp)
     return _weighted(
         radii.reshape(-1), weights.reshape(-1), mass, light, anisotropy, distances, backend
     )
 
 
 def _weighted(
-    radii: Any, weights: Any, mass: Mass, light: Any, anisotropy: Anisotropy, distances: Any,
+    radii: Any, weights: Any, mass: Any, light: Any, anisotropy: Anisotropy, distances: Any,
     backend: str,
 ) -> Any:  # fmt: skip
     """``sqrt(sum w sigma^2 I / sum w I)`` over a rule's radii, km/s."""
     xp = array_module(backend)
-    s2i, inten = _kernel_call(radii, mass, light, anisotropy, backend)
-    ratio = xp.sum(weights * s2i) / xp.sum(weights * inten)
-    out = xp.sqrt(ratio * _mass_scale(mass, distances, xp))
+    unit = jeans.mass_unit(distances.d_s, distances.d_ds)
+    s2i, inten = _profile(radii, mass, light, anisotropy, unit, backend)
+    out = xp.sqrt(xp.sum(weights * s2i) / xp.sum(weights * inten))
     return float(out) if backend != "jax" else out
 
 

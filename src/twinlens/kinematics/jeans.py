@@ -148,11 +148,8 @@ def isotropic(radius, gamma, a, p, q, z, w):
 
 
 @pointwise
-def osipkov_merritt(radius, gamma, a, p, q, r_ani, z, w):
-    """One node's share of ``(sigma^2 I, I)``, Osipkov-Merritt anisotropy radius ``r_ani``."""
-    big_y = line_of_sight_range(radius, gamma, a, p, q, 1.0)
-    y = big_y * z
-    mass, light = _radial_terms(radius, gamma, a, p, q, y)
+def om_kernel(radius, r_ani, y):
+    """The Osipkov-Merritt kernel ``K(u = cosh y, u_a = r_ani / R)``."""
     e = exp(-y)
     u = 0.5 * (1.0 / e + e)
     th = (1.0 - e * e) / (1.0 + e * e)
@@ -160,7 +157,26 @@ def osipkov_merritt(radius, gamma, a, p, q, r_ani, z, w):
     c2 = ua2 + 1.0
     c = sqrt(c2)
     sh = 0.5 * (1.0 / e - e)
-    kern = (ua2 + 0.5) / (c2 * c) * (u * u + ua2) / u * arctan(sh / c) - th / (2.0 * c2)
+    return (ua2 + 0.5) / (c2 * c) * (u * u + ua2) / u * arctan(sh / c) - th / (2.0 * c2)
+
+
+@pointwise
+def beta_kernel_term(beta, y, t):
+    """The constant-beta kernel's integrand at ``eta = y t``, times ``y`` (``dt`` on [0, 1])."""
+    eta = y * t
+    ce = exp(-eta)
+    sech2 = 4.0 * ce * ce / ((1.0 + ce * ce) * (1.0 + ce * ce))
+    ratio = exp((1.0 - 2.0 * beta) * (log_cosh(eta) - log_cosh(y)))
+    return y * (1.0 - beta * sech2) * ratio
+
+
+@pointwise
+def osipkov_merritt(radius, gamma, a, p, q, r_ani, z, w):
+    """One node's share of ``(sigma^2 I, I)``, Osipkov-Merritt anisotropy radius ``r_ani``."""
+    big_y = line_of_sight_range(radius, gamma, a, p, q, 1.0)
+    y = big_y * z
+    mass, light = _radial_terms(radius, gamma, a, p, q, y)
+    kern = om_kernel(radius, r_ani, y)
     return w * big_y * kern * mass, w * big_y * light
 
 
@@ -171,11 +187,7 @@ def constant_beta(radius, gamma, a, p, q, beta, z, t, w):
     big_y = line_of_sight_range(radius, gamma, a, p, q, maximum(2.0 * beta - 1.0, 0.0))
     y = big_y * z
     mass, light = _radial_terms(radius, gamma, a, p, q, y)
-    eta = y * t
-    ce = exp(-eta)
-    sech2 = 4.0 * ce * ce / ((1.0 + ce * ce) * (1.0 + ce * ce))
-    ratio = exp((1.0 - 2.0 * beta) * (log_cosh(eta) - log_cosh(y)))
-    kern = y * (1.0 - beta * sech2) * ratio
+    kern = beta_kernel_term(beta, y, t)
     return w * big_y * kern * mass, w * big_y * light
 
 

@@ -21,7 +21,9 @@ inside the rectangle (half-sides ``a <= b``, half-diagonal ``d``)::
 whose square-root kinks at ``a``, ``b`` and ``d`` are panel ends: each panel maps
 ``R = lo + (hi - lo) (1 - cos(pi t)) / 2``, smooth at both ends. With seeing, ``Wbar`` is the
 Gauss-Legendre average of :func:`~twinlens.kinematics.aperture.slit_window` over one quadrant,
-on the same panels and one more to ``d + EDGE_OUT sigma``.
+on the same panels and one more to ``d + EDGE_OUT sigma``; with Moffat seeing (the window of
+:func:`~twinlens.kinematics.aperture.slit_window_moffat`), a plain panel to ``d +
+MOFFAT_EDGE fwhm`` and one in ``ln(R - d)`` out to the PSF's reach.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from twinlens.kinematics import aperture as ap
-from twinlens.kinematics.models import CircularAperture, GaussianSeeing, Slit
+from twinlens.kinematics.dispersion import _aperture_nodes
+from twinlens.kinematics.models import CircularAperture, GaussianSeeing, MoffatSeeing, Slit
 
 __all__ = ["aperture_rule"]
 
@@ -64,40 +67,51 @@ def _slit_fraction(r: np.ndarray, a: float, b: float) -> np.ndarray:
     return np.where(r > d, 0.0, out)
 
 
-def _slit_average(r: np.ndarray, length: float, width: float, sigma: float) -> np.ndarray:
-    """``Wbar(R)`` of a slit seen through a Gaussian of width ``sigma``."""
+def _slit_average(r: np.ndarray, window: Any) -> np.ndarray:
+    """``Wbar(R)``: the slit's window through the seeing averaged over one quadrant."""
     t, v = ap.gauss_legendre_unit(N_PHI)
     phi = 0.5 * np.pi * t
-    x, y = r[:, None] * np.cos(phi), r[:, None] * np.sin(phi)
-    return np.sum(v * ap.slit_window(x, y, length, width, sigma, np), axis=-1)
+    return np.sum(v * window(r[:, None] * np.cos(phi), r[:, None] * np.sin(phi)), axis=-1)
 
 
-def _slit_rule(length: float, width: float, sigma: float | None) -> tuple[np.ndarray, ...]:
+def _slit_rule(length: float, width: float, seeing: Any) -> tuple[np.ndarray, ...]:
     a, b = sorted((0.5 * length, 0.5 * width))
     d = math.hypot(a, b)
     ends = [0.0, 0.5 * a, a, b, d]
-    if sigma is not None:
+    tail: tuple[np.ndarray, np.ndarray] | None = None
+    if isinstance(seeing, GaussianSeeing):
+        sigma = float(seeing.fwhm) * ap.FWHM_TO_SIGMA
         ends.append(d + ap.EDGE_OUT * sigma)
+
+        def window(x: Any, y: Any) -> Any:
+            return ap.slit_window(x, y, length, width, sigma, np)
+
+    elif isinstance(seeing, MoffatSeeing):  # a plain panel, then one in ln(R - d)
+        fwhm, beta = float(seeing.fwhm), float(seeing.beta)
+        alpha = ap.moffat_alpha(fwhm, beta, np)
+        near = ap.MOFFAT_EDGE * fwhm
+        ends.append(d + near)
+        r3, w3 = ap._log_panel(d, near, max(ap.moffat_reach(alpha, beta, np), 2.0 * near), np)
+        tail = (r3, w3 / r3)
+
+        def window(x: Any, y: Any) -> Any:
+            return ap.slit_window_moffat(x, y, length, width, alpha, beta, np)
+
     pairs = enumerate(itertools.pairwise(ends))
     pieces = [_panel(lo, hi, i == 0) for i, (lo, hi) in pairs if hi > lo]
+    pieces += [] if tail is None else [tail]
     r = np.concatenate([p[0] for p in pieces])
     w = np.concatenate([p[1] for p in pieces])
-    if sigma is None:
-        window = _slit_fraction(r, a, b)
-    else:
-        window = _slit_average(r, length, width, sigma)
-    return r, 2.0 * np.pi * r * w * window
+    fraction = _slit_fraction(r, a, b) if seeing is None else _slit_average(r, window)
+    return r, 2.0 * np.pi * r * w * fraction
 
 
 @cache
 def _rule(aperture: Any, seeing: Any) -> tuple[np.ndarray, np.ndarray]:
-    sigma = None if seeing is None else float(seeing.fwhm) * ap.FWHM_TO_SIGMA
-    if isinstance(aperture, CircularAperture):
-        r, w = ap.circle(float(aperture.radius), sigma, np)
-    elif isinstance(aperture, Slit):
-        r, w = _slit_rule(float(aperture.length), float(aperture.width), sigma)
-    else:
-        raise TypeError(f"aperture must be CircularAperture or Slit, got {type(aperture).__name__}")
+    if isinstance(aperture, Slit):
+        r, w = _slit_rule(float(aperture.length), float(aperture.width), seeing)
+    else:  # the circle's rule is radial already
+        r, w = _aperture_nodes(aperture, seeing, np)
     r, w = np.ascontiguousarray(np.ravel(r)), np.ascontiguousarray(np.ravel(w))
     keep = w != 0.0  # no window there (a slit's outside without seeing)
     r, w = r[keep], w[keep]
@@ -107,11 +121,13 @@ def _rule(aperture: Any, seeing: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def aperture_rule(
-    aperture: CircularAperture | Slit, seeing: GaussianSeeing | None = None
+    aperture: CircularAperture | Slit, seeing: GaussianSeeing | MoffatSeeing | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(radii, weights)`` (arcsec; read-only numpy) of a fixed aperture and seeing:
     ``sum w f(R)`` is the window-weighted integral of a radial ``f`` over the sky. Computed
     once per aperture and seeing (their values, concrete)."""
-    if seeing is not None and not isinstance(seeing, GaussianSeeing):
-        raise TypeError(f"seeing must be GaussianSeeing or None, got {type(seeing).__name__}")
+    if not isinstance(aperture, CircularAperture | Slit):
+        raise TypeError(f"aperture must be CircularAperture or Slit, got {type(aperture).__name__}")
+    if seeing is not None and not isinstance(seeing, GaussianSeeing | MoffatSeeing):
+        raise TypeError(f"seeing must be GaussianSeeing, MoffatSeeing or None, got {seeing!r}")
     return _rule(aperture, seeing)

@@ -33,7 +33,15 @@ from twinlens.backend import array_module, resolve_backend
 from twinlens.backend.concrete import any_jax
 from twinlens.cosmology import LensDistances, check_redshifts, flat_lcdm_distances
 from twinlens.fields import ValueIdentity, static_field
-from twinlens.kinematics import CircularAperture, GaussianSeeing, Hernquist, Slit
+from twinlens.kinematics import (
+    CircularAperture,
+    GaussianLight,
+    GaussianSeeing,
+    Hernquist,
+    MoffatSeeing,
+    SersicLight,
+    Slit,
+)
 from twinlens.kinematics.dispersion import Anisotropy, rule_dispersion
 from twinlens.kinematics.models import PowerLawMass
 from twinlens.kinematics.radial_rule import aperture_rule
@@ -140,9 +148,9 @@ class VelocityDispersionData(ValueIdentity):
         Their covariance, (km/s)^2, positive definite (instead of ``error``).
     apertures : CircularAperture, Slit, or a tuple of them
         One per value (one aperture serves a single value).
-    seeing : GaussianSeeing, optional
+    seeing : GaussianSeeing or MoffatSeeing, optional
         The seeing of the spectroscopy (None: none).
-    light : Hernquist
+    light : Hernquist, GaussianLight or SersicLight
         The lens galaxy's light, the dispersions' tracer.
     mass : str
         The path of the lens's mass profile whose ``einstein_radius`` and ``slope`` (2 for an
@@ -175,11 +183,14 @@ class VelocityDispersionData(ValueIdentity):
                 f"(one per value), got {shown(self.apertures)}"
             )
         object.__setattr__(self, "apertures", apertures)
-        if self.seeing is not None and not isinstance(self.seeing, GaussianSeeing):
-            raise TypeError("VelocityDispersionData.seeing must be a GaussianSeeing or None")
-        if not isinstance(self.light, Hernquist):
+        if self.seeing is not None and not isinstance(self.seeing, GaussianSeeing | MoffatSeeing):
             raise TypeError(
-                f"VelocityDispersionData.light must be a Hernquist, got {shown(self.light)}"
+                "VelocityDispersionData.seeing must be a GaussianSeeing, MoffatSeeing or None"
+            )
+        if not isinstance(self.light, Hernquist | GaussianLight | SersicLight):
+            raise TypeError(
+                "VelocityDispersionData.light must be a Hernquist, GaussianLight or SersicLight, "
+                f"got {shown(self.light)}"
             )
         super().__post_init__()
 
@@ -370,7 +381,8 @@ class CosmographyLikelihood(ValueIdentity):
 
     def _parts(self, values: Any) -> tuple[Cosmography, Any]:
         """The cosmography and anisotropy at ``values`` (one per free parameter)."""
-        cosmo, aniso = {}, {}
+        cosmo: dict[str, Any] = {}
+        aniso: dict[str, Any] = {}
         for j in self._columns[1]:
             name, inner = part_path(self.free[j])
             (cosmo if name == "cosmography" else aniso)[inner] = values[j]
