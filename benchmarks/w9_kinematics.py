@@ -9,6 +9,9 @@ of radius 1" and Gaussian seeing of FWHM 0.7", at ``z_d = 0.5``, ``z_s = 2``
 Lines (each call a new ``r_ani``, 16 in turn near 1.5"; the batch 1,024 of them):
 
 * ``twinlens numba``: :func:`~twinlens.kinematics.velocity_dispersion` on numba;
+  ``twinlens numba rule``: the same on the aperture's radial rule, computed once
+  (:func:`~twinlens.kinematics.radial_rule.aperture_rule`, as the cosmography likelihood
+  does);
 * ``twinlens jax-jit``: ``jax.jit`` of it as a function of ``(theta_E, gamma, a, r_ani,
   fwhm)``, the vector already on the device; ``twinlens jax vmap``: ``jax.jit(jax.vmap(...))``
   over the batch, per evaluation; ``twinlens jax value+grad``: ``jax.jit(jax.value_and_grad)``
@@ -49,6 +52,8 @@ from timing import block, emit, load_average, threading_layer
 
 import twinlens.kinematics as K
 from twinlens.cosmology import lens_distances
+from twinlens.kinematics.dispersion import rule_dispersion
+from twinlens.kinematics.radial_rule import aperture_rule
 
 THETA_E, GAMMA, HERNQUIST_A, R_ANI, RADIUS, FWHM = 1.2, 2.1, 0.9, 1.5, 1.0, 0.7
 Z_D, Z_S = 0.5, 2.0
@@ -91,6 +96,20 @@ def r_ani_values(n: int, seed: int = 0) -> np.ndarray:
 def numba_line(values: np.ndarray) -> Line:
     turn = itertools.cycle(values)
     return (lambda: K.velocity_dispersion(*w9_case(float(next(turn))), backend="numba"), 1)
+
+
+def numba_rule_line(values: np.ndarray) -> Line:
+    """The same call on the aperture's radial rule, made once (what a likelihood does: its
+    aperture and seeing are fixed)."""
+    mass, light, _, aperture, distances, seeing = w9_case()
+    rule = aperture_rule(aperture, seeing)
+    turn = itertools.cycle(values)
+
+    def call() -> Any:
+        anisotropy = K.OsipkovMerritt(float(next(turn)))
+        return rule_dispersion(rule, mass, light, anisotropy, distances, "numba")
+
+    return call, 1
 
 
 def jax_lines(values: np.ndarray, batch: np.ndarray) -> dict[str, Line]:
@@ -241,7 +260,10 @@ def main() -> None:
     parser.add_argument("--no-jax", action="store_true", help="numba only")
     args = parser.parse_args()
     values = r_ani_values(N_VALUES)
-    lines: dict[str, Line] = {"twinlens numba": numba_line(values)}
+    lines: dict[str, Line] = {
+        "twinlens numba": numba_line(values),
+        "twinlens numba rule": numba_rule_line(values),
+    }
     if not args.no_jax:
         lines |= jax_lines(values, r_ani_values(args.batch, seed=1))
     workload = {"workload": "W9", "load_average_start": load_average()}
