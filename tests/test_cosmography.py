@@ -221,7 +221,7 @@ def test_clear_errors(parts: dict) -> None:
         Cosmography(kappa_ext=1.0)
     with pytest.raises(ValueError, match="z_lens must be > 0"):
         Cosmography(z_lens=0.0)
-    with pytest.raises(ValueError, match="2 CircularAperture or Slit"):
+    with pytest.raises(ValueError, match="2 CircularAperture, Annulus or Slit"):
         VelocityDispersionData((250.0, 260.0), 5.0, apertures=K.Slit(1.0, 0.8), light=K.Hernquist())
     with pytest.raises(ValueError, match="positive definite"):
         VelocityDispersionData(

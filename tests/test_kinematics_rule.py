@@ -13,7 +13,7 @@ from twinlens.kinematics.dispersion import _aperture_nodes, rule_dispersion
 from twinlens.kinematics.radial_rule import _slit_fraction, aperture_rule
 
 DISTANCES = lens_distances(0.5, 2.0)
-APERTURES = [K.Slit(1.0, 0.8), K.Slit(0.5, 2.0), K.CircularAperture(0.75)]
+APERTURES = [K.Slit(1.0, 0.8), K.Slit(0.5, 2.0), K.CircularAperture(0.75), K.Annulus(0.4, 0.9)]
 SEEINGS = [None, K.GaussianSeeing(0.2), K.GaussianSeeing(0.7), K.MoffatSeeing(0.7, 2.5)]
 ANISOTROPIES = [K.Isotropic(), K.OsipkovMerritt(0.3), K.ConstantBeta(0.3)]
 
@@ -72,3 +72,22 @@ def test_rule_is_differentiable_on_jax() -> None:
     down = rule_dispersion(rule, K.PowerLawMass(1.1, 1.9), light, K.OsipkovMerritt(0.8 - step),
                            DISTANCES, "numpy")  # fmt: skip
     assert grad == pytest.approx((up - down) / (2 * step), rel=1e-6)
+
+
+def test_annulus_is_the_difference_of_two_discs() -> None:
+    """The light-weighted sums of a ring are its outer disc's less its inner disc's (the
+    dispersion of the ring from the two discs' sums, each its own rule)."""
+    from twinlens.kinematics.dispersion import projected_dispersion
+
+    mass, light, aniso = K.PowerLawMass(1.1, 1.9), K.Hernquist(0.6), K.OsipkovMerritt(0.8)
+    seeing = K.GaussianSeeing(0.6)
+    sums = []
+    for radius in (0.4, 0.9):
+        r, w = aperture_rule(K.CircularAperture(radius), seeing)
+        s2i, inten = projected_dispersion(r, mass, light, aniso, DISTANCES, "numpy")
+        sums.append((np.sum(w * s2i), np.sum(w * inten)))
+    want = np.sqrt((sums[1][0] - sums[0][0]) / (sums[1][1] - sums[0][1]))
+    got = K.velocity_dispersion(mass, light, aniso, K.Annulus(0.4, 0.9), DISTANCES, seeing)
+    assert got == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match="r_in must be below r_out"):
+        K.Annulus(1.0, 0.5)

@@ -7,10 +7,11 @@ It needs a ``[point_source]`` with delays and the redshifts, and takes the place
 ``time_delay_distance``.
 
 ``[kinematics]`` takes ``sigma`` (km/s; a number, or a list of bins) with ``sigma_error`` (or a
-``covariance``), ``aperture`` (``{type = "slit", length, width}`` or ``{type = "circle",
-radius}``, or a list of them, one per bin), ``seeing_fwhm`` (arcsec; optional; Gaussian, or
-Moffat with ``seeing_beta``), ``light`` (``{type = "Hernquist", a}``, ``{type = "Hernquist",
-effective_radius}`` or ``{type = "Sersic", effective_radius, sersic_index}``), ``anisotropy``
+``covariance``), ``aperture`` (``{type = "slit", length, width}``, ``{type = "circle",
+radius}`` or ``{type = "annulus", r_in, r_out}``, or a list of them, one per bin),
+``seeing_fwhm`` (arcsec; optional; Gaussian, or Moffat with ``seeing_beta``), ``light``
+(``{type = "Hernquist", a}``, ``{type = "Hernquist", effective_radius}`` or
+``{type = "Sersic", effective_radius, sersic_index}``), ``anisotropy``
 (``{type = "OsipkovMerritt", r_ani}``, ``{type = "ConstantBeta", beta}`` or
 ``{type = "Isotropic"}``; ``r_ani`` and ``beta`` numbers or priors) and ``mass`` (the path of
 the lens profile whose Einstein radius and slope make the Jeans model; default
@@ -198,11 +199,16 @@ def _made(where: str, name: str, args: dict) -> Any:
 
 
 def _aperture(raw: Any, where: str) -> Any:
-    kinds = {"slit": ("Slit", ("length", "width")), "circle": ("CircularAperture", ("radius",))}
+    kinds = {
+        "slit": ("Slit", ("length", "width")),
+        "circle": ("CircularAperture", ("radius",)),
+        "annulus": ("Annulus", ("r_in", "r_out")),
+    }
     if not isinstance(raw, dict) or raw.get("type") not in kinds:
         raise ConfigError(
-            f'{where} = {_show(raw)}: expected {{type = "slit", length = ..., width = ...}} '
-            'or {type = "circle", radius = ...} (arcsec)'
+            f'{where} = {_show(raw)}: expected {{type = "slit", length = ..., width = ...}}, '
+            '{type = "circle", radius = ...} or {type = "annulus", r_in = ..., r_out = ...} '
+            "(arcsec)"
         )
     name, keys = kinds[raw["type"]]
     given = {k: v for k, v in raw.items() if k != "type"}

@@ -4,6 +4,7 @@ aperture, with Gaussian or Moffat seeing, on the numba, numpy and JAX backends
 
 from twinlens.kinematics.dispersion import projected_dispersion, velocity_dispersion
 from twinlens.kinematics.models import (
+    Annulus,
     CircularAperture,
     ConstantBeta,
     GaussianLight,
@@ -24,6 +25,7 @@ from twinlens.kinematics.models import (
 )
 
 __all__ = [
+    "Annulus",
     "CircularAperture",
     "ConstantBeta",
     "GaussianLight",

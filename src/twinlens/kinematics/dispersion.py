@@ -12,6 +12,7 @@ from twinlens.cosmology import LensDistances
 from twinlens.kinematics import aperture as ap
 from twinlens.kinematics import general, jeans
 from twinlens.kinematics.models import (
+    Annulus,
     CircularAperture,
     ConstantBeta,
     GaussianLight,
@@ -187,9 +188,17 @@ def projected_dispersion(
 def _aperture_nodes(
     aperture: CircularAperture | Slit, seeing: GaussianSeeing | MoffatSeeing | None, xp: Any
 ) -> tuple[Any, Any]:
-    """The aperture's ``(radii, weights)`` through the seeing."""
+    """The aperture's ``(radii, weights)`` through the seeing (an annulus: its outer disc's
+    nodes, and its inner disc's with their weights negated: the window is linear in the
+    aperture)."""
+    if isinstance(aperture, Annulus):
+        r1, w1 = _aperture_nodes(CircularAperture(aperture.r_out), seeing, xp)
+        r2, w2 = _aperture_nodes(CircularAperture(aperture.r_in), seeing, xp)
+        return xp.concatenate([r1, r2], axis=-1), xp.concatenate([w1, -w2], axis=-1)
     if not isinstance(aperture, CircularAperture | Slit):
-        raise TypeError(f"aperture must be CircularAperture or Slit, got {type(aperture).__name__}")
+        raise TypeError(
+            f"aperture must be CircularAperture, Annulus or Slit, got {type(aperture).__name__}"
+        )
     if isinstance(seeing, MoffatSeeing):
         if isinstance(aperture, CircularAperture):
             return ap.circle_moffat(aperture.radius, seeing.fwhm, seeing.beta, xp)
@@ -206,7 +215,7 @@ def velocity_dispersion(
     mass: Mass,
     light: Any,
     anisotropy: Anisotropy,
-    aperture: CircularAperture | Slit,
+    aperture: CircularAperture | Annulus | Slit,
     distances: LensDistances,
     seeing: GaussianSeeing | MoffatSeeing | None = None,
     backend: str | None = None,
@@ -219,7 +228,7 @@ def velocity_dispersion(
     light : Hernquist, PowerLawTracer, GaussianLight (MGELight) or SersicLight
         (A power-law tracer has infinite light: use it for radial checks, not in apertures.)
     anisotropy : Isotropic, ConstantBeta or OsipkovMerritt
-    aperture : CircularAperture or Slit
+    aperture : CircularAperture, Annulus or Slit
     distances : LensDistances
         From :func:`twinlens.cosmology.lens_distances` (only ``d_s / d_ds`` enters).
     seeing : GaussianSeeing or MoffatSeeing, optional

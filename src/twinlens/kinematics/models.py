@@ -326,6 +326,26 @@ class CircularAperture(ValueIdentity):
 
 
 @dataclass(frozen=True, eq=False)
+class Annulus(ValueIdentity):
+    """A ring on the lens centre between radii ``r_in`` and ``r_out`` arcsec
+    (``0 < r_in < r_out``): a radial bin of an integral-field spectrum (lenstronomy's
+    "shell")."""
+
+    r_in: Any = 0.5
+    r_out: Any = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_range(self, "r_in", self.r_in, 0.0, math.inf)
+        check_range(self, "r_out", self.r_out, 0.0, math.inf)
+        if is_concrete(self.r_in) and is_concrete(self.r_out) and not self.r_in < self.r_out:
+            raise ValueError(
+                f"Annulus.r_in must be below r_out, got r_in = {self.r_in!r}, "
+                f"r_out = {self.r_out!r}"
+            )
+
+
+@dataclass(frozen=True, eq=False)
 class Slit(ValueIdentity):
     """A rectangular slit on the lens centre, ``length`` by ``width`` arcsec (both > 0); its
     orientation does not matter for spherical models."""

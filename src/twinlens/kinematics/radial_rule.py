@@ -37,7 +37,13 @@ import numpy as np
 
 from twinlens.kinematics import aperture as ap
 from twinlens.kinematics.dispersion import _aperture_nodes
-from twinlens.kinematics.models import CircularAperture, GaussianSeeing, MoffatSeeing, Slit
+from twinlens.kinematics.models import (
+    Annulus,
+    CircularAperture,
+    GaussianSeeing,
+    MoffatSeeing,
+    Slit,
+)
 
 __all__ = ["aperture_rule"]
 
@@ -110,7 +116,7 @@ def _slit_rule(length: float, width: float, seeing: Any) -> tuple[np.ndarray, ..
 def _rule(aperture: Any, seeing: Any) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(aperture, Slit):
         r, w = _slit_rule(float(aperture.length), float(aperture.width), seeing)
-    else:  # the circle's rule is radial already
+    else:  # a circle's (and an annulus's) rule is radial already
         r, w = _aperture_nodes(aperture, seeing, np)
     r, w = np.ascontiguousarray(np.ravel(r)), np.ascontiguousarray(np.ravel(w))
     keep = w != 0.0  # no window there (a slit's outside without seeing)
@@ -121,13 +127,16 @@ def _rule(aperture: Any, seeing: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def aperture_rule(
-    aperture: CircularAperture | Slit, seeing: GaussianSeeing | MoffatSeeing | None = None
+    aperture: CircularAperture | Annulus | Slit,
+    seeing: GaussianSeeing | MoffatSeeing | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(radii, weights)`` (arcsec; read-only numpy) of a fixed aperture and seeing:
     ``sum w f(R)`` is the window-weighted integral of a radial ``f`` over the sky. Computed
     once per aperture and seeing (their values, concrete)."""
-    if not isinstance(aperture, CircularAperture | Slit):
-        raise TypeError(f"aperture must be CircularAperture or Slit, got {type(aperture).__name__}")
+    if not isinstance(aperture, CircularAperture | Annulus | Slit):
+        raise TypeError(
+            f"aperture must be CircularAperture, Annulus or Slit, got {type(aperture).__name__}"
+        )
     if seeing is not None and not isinstance(seeing, GaussianSeeing | MoffatSeeing):
         raise TypeError(f"seeing must be GaussianSeeing, MoffatSeeing or None, got {seeing!r}")
     return _rule(aperture, seeing)

@@ -34,6 +34,7 @@ from twinlens.backend.concrete import any_jax
 from twinlens.cosmology import LensDistances, check_redshifts, flat_lcdm_distances
 from twinlens.fields import ValueIdentity, static_field
 from twinlens.kinematics import (
+    Annulus,
     CircularAperture,
     GaussianLight,
     GaussianSeeing,
@@ -146,7 +147,7 @@ class VelocityDispersionData(ValueIdentity):
         Independent Gaussian errors, km/s (> 0), one per value (or one for all).
     covariance : (n, n) array, optional
         Their covariance, (km/s)^2, positive definite (instead of ``error``).
-    apertures : CircularAperture, Slit, or a tuple of them
+    apertures : CircularAperture, Annulus, Slit, or a tuple of them
         One per value (one aperture serves a single value).
     seeing : GaussianSeeing or MoffatSeeing, optional
         The seeing of the spectroscopy (None: none).
@@ -175,11 +176,10 @@ class VelocityDispersionData(ValueIdentity):
         object.__setattr__(self, "error", None)
         apertures = self.apertures
         apertures = (apertures,) if not isinstance(apertures, tuple) else apertures
-        if len(apertures) != n or not all(
-            isinstance(a, (CircularAperture, Slit)) for a in apertures
-        ):
+        kinds = (CircularAperture, Annulus, Slit)
+        if len(apertures) != n or not all(isinstance(a, kinds) for a in apertures):
             raise ValueError(
-                f"VelocityDispersionData.apertures must be {n} CircularAperture or Slit "
+                f"VelocityDispersionData.apertures must be {n} CircularAperture, Annulus or Slit "
                 f"(one per value), got {shown(self.apertures)}"
             )
         object.__setattr__(self, "apertures", apertures)
