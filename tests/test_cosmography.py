@@ -262,3 +262,37 @@ def test_model_holds_the_parts(parts: dict) -> None:
     assert other.fixed_key() != model.fixed_key()  # the redshifts are part of the model
     with pytest.raises(TypeError, match=r"Model\.kinematics"):
         Model(parts["tracer"], priors, parts["source"], kinematics=K.Hernquist())
+
+
+# -- a prior given by samples (kappa_ext) --------------------------------------------------------
+
+
+def test_sampled_prior_is_a_distribution() -> None:
+    """Its CDF and inverse CDF are each other's inverses, its density integrates to 1 and is
+    the CDF's derivative, its draws follow the samples, and it runs on JAX."""
+    from twinlens.backend import jax_runtime
+    from twinlens.model import SampledPrior
+
+    rng = np.random.default_rng(5)
+    samples = rng.gamma(4.0, 0.01, 4000) - 0.02  # a skewed kappa_ext
+    prior = SampledPrior.from_samples(samples)
+    u = np.linspace(0.001, 0.999, 201)
+    x = prior.from_unit(u)
+    np.testing.assert_allclose(prior.to_unit(x), u, atol=1e-12)
+    grid = np.linspace(*prior.support, 200_001)
+    density = np.exp(prior.log_density(grid))
+    assert np.trapezoid(density, grid) == pytest.approx(1.0, abs=1e-3)
+    mid = 0.5 * (grid[1:] + grid[:-1])
+    slope = np.diff(prior.to_unit(grid)) / np.diff(grid)
+    bin_of = np.searchsorted(prior.edges, grid, side="right")
+    within = bin_of[1:] == bin_of[:-1]  # cells inside one bin (the CDF bends at the edges)
+    want = np.exp(prior.log_density(mid))
+    np.testing.assert_allclose(slope[within], want[within], rtol=1e-6)
+    draws = prior.from_unit(rng.random(20_000))
+    for q in (0.1, 0.5, 0.9):  # against the samples themselves
+        assert np.quantile(draws, q) == pytest.approx(np.quantile(samples, q), abs=2e-3)
+    jnp = jax_runtime.load().numpy
+    np.testing.assert_allclose(np.asarray(prior.from_unit(jnp.asarray(u), jnp)), x, rtol=1e-14)
+    assert prior.log_density(prior.support[1] + 1e-9) == -np.inf
+    with pytest.raises(ValueError, match="at least 20"):
+        SampledPrior.from_samples([0.1, 0.2])

@@ -111,3 +111,20 @@ def test_tdcosmo_example_breaks_the_mass_sheet_degeneracy(tmp_path) -> None:
     assert "velocity dispersion 0: measured" in summary and "H0 = " in summary
     for name in ("kinematics.png", "point_source.png", "corner.png"):
         assert (out / "fit_output" / name).stat().st_size > 10_000
+
+
+def test_kappa_ext_from_a_file_of_samples(folder, tmp_path) -> None:
+    rng = np.random.default_rng(3)
+    np.savetxt(tmp_path / "kappa_ext.txt", rng.normal(0.02, 0.03, 1000))
+    path = _edited(folder, tmp_path, r"^kappa_ext = .*$", 'kappa_ext = {samples = "kappa_ext.txt"}')
+    config = load_config(path)
+    prior = dict(config.model.priors)["cosmography.kappa_ext"]
+    assert prior.median == pytest.approx(0.02, abs=0.005)
+    fingerprint = config.objective("numba").fingerprint()
+    assert "SampledPrior" in fingerprint["prior of cosmography.kappa_ext"]
+    np.savetxt(tmp_path / "kappa_ext.txt", rng.normal(0.05, 0.03, 1000))
+    again = load_config(path).objective("numba").fingerprint()  # other samples: a new fit
+    assert describe_changes(fingerprint, again).count("kappa_ext") >= 1
+    bad = _edited(folder, tmp_path, r"^kappa_ext = .*$", 'kappa_ext = {samples = "none.txt"}')
+    with pytest.raises(ConfigError, match=r"kappa_ext\.samples: cannot read"):
+        load_config(bad)

@@ -362,7 +362,7 @@ def parse_config(
         )
     if ps_config is not None and type(tracer) is Tracer:
         ps_config = _redshifts_for_h0(ps_config, lenses, sources)
-    cosmography = read_cosmography(data, priors, ps_config)
+    cosmography = read_cosmography(data, priors, ps_config, base)
     if not priors:  # the point source's free parameters count too
         raise ConfigError("no free parameter: give at least one parameter a prior table")
     if not imaging:

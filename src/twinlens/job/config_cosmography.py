@@ -2,7 +2,8 @@
 directly, the mass-sheet parameters, and the lens galaxy's measured velocity dispersion.
 
 ``[cosmography]`` takes ``h0`` (km/s/Mpc), ``omega_m`` (flat LambdaCDM; default 0.3),
-``lambda_int`` (default 1) and ``kappa_ext`` (default 0): each a number (fixed) or a prior table.
+``lambda_int`` (default 1) and ``kappa_ext`` (default 0): each a number (fixed) or a prior table
+(``kappa_ext = {samples = "kappa_ext.txt"}``: a prior given by samples, a list or a file).
 It needs a ``[point_source]`` with delays and the redshifts, and takes the place of its
 ``time_delay_distance``.
 
@@ -21,6 +22,7 @@ the lens profile whose Einstein radius and slope make the Jeans model; default
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from twinlens.job.config_errors import ConfigError, _is_number, _show, _suggest
@@ -55,9 +57,13 @@ class CosmographyConfig:
     anisotropy: Any = None  # Isotropic, ConstantBeta or OsipkovMerritt, or None
 
 
-def read_cosmography(data: dict, priors: dict, ps_config: Any) -> CosmographyConfig | None:
+def read_cosmography(
+    data: dict, priors: dict, ps_config: Any, base: Path | None = None
+) -> CosmographyConfig | None:
     """The two tables (None without ``[cosmography]``); ``ps_config`` is the
-    ``[point_source]``'s :class:`~twinlens.job.config_point_source.PointSourceConfig`."""
+    ``[point_source]``'s :class:`~twinlens.job.config_point_source.PointSourceConfig`;
+    ``base`` the folder that a samples prior's file is read relative to (``kappa_ext =
+    {samples = "kappa_ext.txt"}``)."""
     check_sections(data)
     if "cosmography" not in data:
         return None
@@ -71,7 +77,7 @@ def read_cosmography(data: dict, priors: dict, ps_config: Any) -> CosmographyCon
     from twinlens.likelihood.cosmography import Cosmography
 
     values = {
-        key: _value(table[key], f"[cosmography].{key}", priors, f"cosmography.{key}")
+        key: _value(table[key], f"[cosmography].{key}", priors, f"cosmography.{key}", base)
         for key in _COSMO_KEYS
         if key in table
     }

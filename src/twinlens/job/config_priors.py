@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ from twinlens.model import (
     GaussianPrior,
     LogUniformPrior,
     Prior,
+    SampledPrior,
     TruncatedGaussianPrior,
     UniformPrior,
 )
@@ -27,8 +29,14 @@ _PRIORS = {
 }
 
 
-def prior_from_table(table: dict, where: str) -> tuple[Prior, float | None]:
-    """``(prior, start)`` from a parameter table such as ``{uniform = [0, 1], start = 0.3}``."""
+def prior_from_table(
+    table: dict, where: str, base: Path | None = None
+) -> tuple[Prior, float | None]:
+    """``(prior, start)`` from a parameter table such as ``{uniform = [0, 1], start = 0.3}``;
+    ``{samples = [...]}`` or ``{samples = "file.txt"}`` (read relative to ``base``) is a
+    :class:`~twinlens.model.SampledPrior`."""
+    if "samples" in table:
+        return _sampled(table, where, base)
     kinds = [k for k in table if k in _PRIORS]
     unknown = [k for k in table if k not in _PRIORS and k != "start"]
     if len(kinds) != 1 or unknown:
@@ -60,6 +68,38 @@ def prior_from_table(table: dict, where: str) -> tuple[Prior, float | None]:
     return prior, None if start is None else float(start)
 
 
+def _sampled(table: dict, where: str, base: Path | None) -> tuple[Prior, float | None]:
+    """A prior from samples: a list of numbers, or a text file of them (one or more per
+    line), and optionally ``n_bins``."""
+    unknown = [k for k in table if k not in ("samples", "n_bins", "start")]
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: a samples prior takes samples and n_bins")
+    raw = table["samples"]
+    if isinstance(raw, str):
+        path = Path(raw) if base is None or Path(raw).is_absolute() else Path(base) / raw
+        try:
+            values = np.loadtxt(path, dtype=float, ndmin=1).reshape(-1)
+        except (OSError, ValueError) as err:
+            raise ConfigError(f"{where}.samples: cannot read {path}: {err}") from None
+    elif isinstance(raw, list) and all(map(_is_number, raw)):
+        values = np.asarray(raw, dtype=float)
+    else:
+        raise ConfigError(
+            f"{where}.samples = {_show(raw)}: expected a list of numbers or a file name"
+        )
+    bins = table.get("n_bins")
+    if bins is not None and not (isinstance(bins, int) and bins >= 2):
+        raise ConfigError(f"{where}.n_bins = {_show(bins)}: expected an integer >= 2")
+    try:
+        prior = SampledPrior.from_samples(values, bins)
+    except ValueError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    start = table.get("start")
+    if start is not None and not (_is_number(start) and prior.contains(float(start))):
+        raise ConfigError(f"{where}: start = {_show(start)} lies outside the samples' range")
+    return prior, None if start is None else float(start)
+
+
 def _start(prior: Prior, start: float | None) -> float:
     if start is not None:
         return start
@@ -67,10 +107,11 @@ def _start(prior: Prior, start: float | None) -> float:
     return value if math.isfinite(value) else 0.0
 
 
-def _value(raw: Any, where: str, priors: dict, path: str) -> Any:
-    """A parameter value: numbers pass, prior tables register a free parameter at ``path``."""
+def _value(raw: Any, where: str, priors: dict, path: str, base: Path | None = None) -> Any:
+    """A parameter value: numbers pass, prior tables register a free parameter at ``path``
+    (a samples file read relative to ``base``)."""
     if isinstance(raw, dict):
-        prior, start = prior_from_table(raw, where)
+        prior, start = prior_from_table(raw, where, base)
         priors[path] = prior
         return _start(prior, start)
     if isinstance(raw, list):

@@ -186,7 +186,9 @@ def projected_dispersion(
 
 
 def _aperture_nodes(
-    aperture: CircularAperture | Slit, seeing: GaussianSeeing | MoffatSeeing | None, xp: Any
+    aperture: CircularAperture | Annulus | Slit,
+    seeing: GaussianSeeing | MoffatSeeing | None,
+    xp: Any,
 ) -> tuple[Any, Any]:
     """The aperture's ``(radii, weights)`` through the seeing (an annulus: its outer disc's
     nodes, and its inner disc's with their weights negated: the window is linear in the

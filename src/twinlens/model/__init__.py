@@ -6,6 +6,7 @@ from twinlens.model.priors import (
     GaussianPrior,
     LogUniformPrior,
     Prior,
+    SampledPrior,
     TruncatedGaussianPrior,
     UniformPrior,
 )
@@ -15,6 +16,7 @@ __all__ = [
     "LogUniformPrior",
     "Model",
     "Prior",
+    "SampledPrior",
     "TruncatedGaussianPrior",
     "UniformPrior",
     "get_path",

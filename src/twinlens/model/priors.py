@@ -18,7 +18,14 @@ from scipy import special
 from twinlens.fields import ValueIdentity
 from twinlens.messages import shown
 
-__all__ = ["GaussianPrior", "LogUniformPrior", "Prior", "TruncatedGaussianPrior", "UniformPrior"]
+__all__ = [
+    "GaussianPrior",
+    "LogUniformPrior",
+    "Prior",
+    "SampledPrior",
+    "TruncatedGaussianPrior",
+    "UniformPrior",
+]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -234,3 +241,83 @@ class TruncatedGaussianPrior(Prior):
     def support(self) -> tuple[float, float]:
         """``(lower, upper)``."""
         return (self.lower, self.upper)
+
+
+@dataclass(frozen=True, eq=False)
+class SampledPrior(Prior):
+    """A prior given by samples of it (an external convergence from ray tracing through a
+    simulation, a posterior of an earlier analysis), as a histogram of equal-count bins.
+
+    ``edges`` are the samples' quantiles at ``k / K``, ``k = 0..K``: the density is
+    ``1 / (K width)`` in each bin, so the CDF is piecewise linear through ``(edges[k], k / K)``
+    and :meth:`from_unit` interpolates its inverse (exact, on numpy and JAX). Build one with
+    :meth:`from_samples`.
+    """
+
+    edges: tuple = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        e = np.asarray(self.edges, dtype=float)
+        if e.ndim != 1 or e.size < 3 or not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0):
+            raise ValueError(
+                "SampledPrior.edges must be at least 3 finite, increasing numbers (build it "
+                "with SampledPrior.from_samples)"
+            )
+
+    @classmethod
+    def from_samples(cls, samples: Any, n_bins: int | None = None) -> SampledPrior:
+        """From ``samples`` (at least 20 finite numbers, not all equal); ``n_bins`` default
+        ``n / 20`` within ``[5, 100]``."""
+        s = np.asarray(samples, dtype=float).reshape(-1)
+        if s.size < 20 or not np.all(np.isfinite(s)):
+            raise ValueError(
+                f"SampledPrior needs at least 20 finite samples, got {s.size} "
+                f"({int(np.sum(~np.isfinite(s)))} not finite)"
+            )
+        k = int(np.clip(s.size // 20, 5, 100)) if n_bins is None else int(n_bins)
+        edges = np.quantile(s, np.linspace(0.0, 1.0, k + 1))
+        if np.any(np.diff(edges) <= 0):
+            raise ValueError(
+                "SampledPrior: the samples repeat values, so some equal-count bins have no "
+                "width; give fewer bins (n_bins) or continuous samples"
+            )
+        return cls(tuple(float(v) for v in edges))
+
+    def __repr__(self) -> str:
+        e = self.edges
+        return (
+            f"SampledPrior({len(e) - 1} bins on [{e[0]:.6g}, {e[-1]:.6g}], median "
+            f"{self.median:.6g}, edges digest {self.digest()})"
+        )
+
+    def digest(self) -> str:
+        """A short digest of the edges (so that reprs of different priors differ)."""
+        import hashlib
+
+        return hashlib.sha256(np.asarray(self.edges).tobytes()).hexdigest()[:12]
+
+    def _levels(self) -> np.ndarray:
+        return np.linspace(0.0, 1.0, len(self.edges))
+
+    def from_unit(self, u: Any, xp: Any = np) -> Any:
+        """The piecewise-linear inverse CDF."""
+        return xp.interp(u, xp.asarray(self._levels()), xp.asarray(self.edges))
+
+    def to_unit(self, x: Any) -> np.ndarray:
+        """The piecewise-linear CDF (0 below the first edge, 1 above the last)."""
+        return np.interp(np.asarray(x, dtype=float), self.edges, self._levels())
+
+    def log_density(self, x: Any) -> np.ndarray:
+        """``log(1 / (K width))`` of the bin holding ``x``; ``-inf`` outside the edges."""
+        x = np.asarray(x, dtype=float)
+        e = np.asarray(self.edges)
+        k = len(e) - 1
+        i = np.clip(np.searchsorted(e, x, side="right") - 1, 0, k - 1)
+        inside = (x >= e[0]) & (x <= e[-1])
+        return np.where(inside, -np.log(k * (e[i + 1] - e[i])), -np.inf)
+
+    @property
+    def support(self) -> tuple[float, float]:
+        """The first and last edges (the samples' range)."""
+        return (float(self.edges[0]), float(self.edges[-1]))
