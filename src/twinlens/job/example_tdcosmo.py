@@ -43,6 +43,7 @@ __all__ = [
     "TDCOSMO_SEARCH",
     "TDCOSMO_TRUTH",
     "plot_h0_comparison",
+    "quasar_kinematics_tables",
     "simulated_dispersion",
     "write_tdcosmo_example",
 ]
@@ -94,13 +95,26 @@ def simulated_dispersion(seed: int) -> tuple[float, float, float]:
     return true, float(measured), float(error)
 
 
-def _tables(seed: int, kinematics: bool) -> list[str]:
+def quasar_kinematics_tables(seed: int) -> list[str]:
+    """The quasar example's ``[cosmography]`` and ``[kinematics]`` (``with_kinematics.toml``):
+    no mass sheet (``lambda_int = 1``), the dispersion in place of the slope's prior."""
+    return _tables(seed, True, mass_sheet=False)
+
+
+def _tables(seed: int, kinematics: bool, mass_sheet: bool = True) -> list[str]:
+    lambda_int = (
+        [
+            "# the internal mass sheet: the imaging and positions cannot see it",
+            f"lambda_int = {_toml({'uniform': [0.6, 1.4]})}",
+        ]
+        if mass_sheet
+        else ["lambda_int = 1.0  # no mass sheet: the question is the slope"]
+    )
     lines = [
         "[cosmography]  # H0 sampled directly: D_dt and D_s / D_ds of flat LambdaCDM",
         f"h0 = {_toml({'uniform': [40.0, 100.0]})}  # km/s/Mpc",
         f"omega_m = {_toml(OMEGA_M)}",
-        "# the internal mass sheet: the imaging and positions cannot see it",
-        f"lambda_int = {_toml({'uniform': [0.6, 1.4]})}",
+        *lambda_int,
         f"kappa_ext = {_toml({'gaussian': [0.0, 0.025], 'start': 0.0})}  # line of sight",
     ]
     if not kinematics:

@@ -193,11 +193,11 @@ def timedelay_config_text(
         f"sersic_index = {_toml(HOST_INDEX)}",
         "",
     ]
-    slope = (
-        _toml(_free(f"{epl}.slope"))
-        if imaging
-        else f"{_toml(QUASAR_SLOPE_PRIOR)}  # from elsewhere (imaging, kinematics)"
-    )
+    slope = _toml(_free(f"{epl}.slope"))
+    if not imaging and extra is None:
+        slope = f"{_toml(QUASAR_SLOPE_PRIOR)}  # from elsewhere (imaging, kinematics)"
+    elif not imaging:
+        slope += "  # the dispersion measures it"
     lines = [
         "[[lens]]",
         "[[lens.mass]]",
@@ -272,14 +272,26 @@ def write_quasar_example(
     overwrite: bool = False,
 ) -> Path:
     """Write the quasar example's ``fit.toml`` into ``directory``: the time-delay example's
-    image positions and delays, fitted without imaging (``twinlens fit --example quasar``)."""
+    image positions and delays, fitted without imaging (``twinlens fit --example quasar``),
+    and ``with_kinematics.toml``: the same with the lens's velocity dispersion in place of the
+    slope's prior (:mod:`twinlens.job.example_tdcosmo`)."""
+    from twinlens.job.example_tdcosmo import quasar_kinematics_tables
+
+    point = _point_source(seed)
 
     def text(chosen: dict) -> str:
-        return timedelay_config_text(chosen, backend, _point_source(seed), imaging=False)
+        return timedelay_config_text(chosen, backend, point, imaging=False)
 
-    return write_example_files(
+    path = write_example_files(
         directory, text, QUASAR_SEARCH, seed=seed, search=search, overwrite=overwrite
     )
+    chosen = search or {"name": "nautilus", **QUASAR_SEARCH, "seed": seed}
+    title = "twinlens example: a quasar's images and delays and the lens's dispersion, H0"
+    extra = (title, quasar_kinematics_tables(seed))
+    output = "fit_output_with_kinematics"
+    kinematics = timedelay_config_text(chosen, backend, point, output, False, extra)
+    (path.parent / "with_kinematics.toml").write_text(kinematics)
+    return path
 
 
 def _point_source(seed: int) -> dict[str, Any]:
