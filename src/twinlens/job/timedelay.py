@@ -23,6 +23,7 @@ import numpy as np
 
 from twinlens import memo
 from twinlens.job.example import Imaging, config_document, write_example_files
+from twinlens.job.example_kinematics import cosmography_tables, simulated_dispersion
 from twinlens.lensing.tracer import Galaxy, Tracer
 from twinlens.light import Sersic
 from twinlens.mass import ExternalShear, PowerLaw
@@ -274,9 +275,7 @@ def write_quasar_example(
     """Write the quasar example's ``fit.toml`` into ``directory``: the time-delay example's
     image positions and delays, fitted without imaging (``twinlens fit --example quasar``),
     and ``with_kinematics.toml``: the same with the lens's velocity dispersion in place of the
-    slope's prior (:mod:`twinlens.job.example_tdcosmo`)."""
-    from twinlens.job.example_tdcosmo import quasar_kinematics_tables
-
+    slope's prior (:mod:`twinlens.job.example_kinematics`)."""
     point = _point_source(seed)
 
     def text(chosen: dict) -> str:
@@ -287,7 +286,8 @@ def write_quasar_example(
     )
     chosen = search or {"name": "nautilus", **QUASAR_SEARCH, "seed": seed}
     title = "twinlens example: a quasar's images and delays and the lens's dispersion, H0"
-    extra = (title, quasar_kinematics_tables(seed))
+    dispersion = simulated_dispersion(timedelay_tracer(), (Z_LENS, Z_SOURCE), OMEGA_M, seed)
+    extra = (title, cosmography_tables(dispersion, OMEGA_M, mass_sheet=False))
     output = "fit_output_with_kinematics"
     kinematics = timedelay_config_text(chosen, backend, point, output, False, extra)
     (path.parent / "with_kinematics.toml").write_text(kinematics)
