@@ -151,7 +151,7 @@ class VelocityDispersionData(ValueIdentity):
         One per value (one aperture serves a single value).
     seeing : GaussianSeeing or MoffatSeeing, optional
         The seeing of the spectroscopy (None: none).
-    light : Hernquist, GaussianLight or SersicLight
+    light : twinlens.kinematics.Hernquist, .GaussianLight or .SersicLight
         The lens galaxy's light, the dispersions' tracer.
     mass : str
         The path of the lens's mass profile whose ``einstein_radius`` and ``slope`` (2 for an
