@@ -213,6 +213,14 @@ def test_clear_errors(parts: dict) -> None:
         CosmographyLikelihood(
             None, parts["tracer"], parts["source"], no_delays, parts["cosmo"], free=FREE[:3]
         )
+    with pytest.raises(ValueError, match="names an object of type ExternalShear"):
+        bad = VelocityDispersionData(
+            260.0, 8.0, apertures=K.Slit(1.0, 0.8), light=K.Hernquist(), mass="lenses[0].mass[1]"
+        )
+        CosmographyLikelihood(
+            None, parts["tracer"], parts["source"], parts["psl"], parts["cosmo"], bad,
+            K.OsipkovMerritt(1.0), FREE,
+        )  # fmt: skip
     with pytest.raises(ValueError, match="not scalar parameters"):
         _likelihood(parts, free=(*FREE, "cosmography.w0"))
     with pytest.raises(ValueError, match="h0 must be > 0"):

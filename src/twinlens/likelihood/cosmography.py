@@ -225,7 +225,16 @@ class VelocityDispersionData(ValueIdentity):
 
     def model_mass(self, tracer: Tracer) -> PowerLawMass:
         """The spherical power law of ``tracer``'s profile at :attr:`mass`."""
-        profile = get_path(tracer, self.mass)
+        try:
+            profile = get_path(tracer, self.mass)
+        except (KeyError, IndexError, AttributeError):
+            profile = None
+        if not hasattr(profile, "einstein_radius"):
+            what = "nothing" if profile is None else f"an object of type {type(profile).__name__}"
+            raise ValueError(
+                f"VelocityDispersionData.mass = {self.mass!r} names {what}: the Jeans model "
+                "needs a lens profile with an einstein_radius (and a slope; 2 without one)"
+            )
         return PowerLawMass(profile.einstein_radius, getattr(profile, "slope", 2.0))
 
     def predicted(
