@@ -28,6 +28,16 @@ def sis_sigma(theta_e: float) -> float:
     return math.sqrt(theta_e * ARCSEC * C_KM_S**2 * DIST.d_s / (4.0 * math.pi * DIST.d_ds))
 
 
+def mp_anisotropy(kind, par):
+    """``(f, beta)`` of an anisotropy for the Jeans equation's integrating factor:
+    ``nu sigma_r^2 f = int_r^inf f nu G M / s^2 ds`` (``f = exp(2 int beta / r dr)``)."""
+    if kind == "iso":
+        return (lambda r: 1), (lambda r: 0)
+    if kind == "om":
+        return (lambda r: r**2 + par**2), (lambda r: r**2 / (r**2 + par**2))
+    return (lambda r: r ** (2 * par)), (lambda r: par)
+
+
 def mp_jeans(radius, gamma, a, kind, par=0.0):
     """(sigma^2 I, I) of a power law (G M = r^(3-gamma)) and Hernquist-shaped light
     (r/a)^-1 (1 + r/a)^-3, by mpmath: sigma_r^2 nu from the Jeans equation's radial integral,
@@ -38,12 +48,7 @@ def mp_jeans(radius, gamma, a, kind, par=0.0):
         def nu(r):
             return (r / a) ** -1 * (1 + r / a) ** -3
 
-        if kind == "iso":
-            f, beta = (lambda r: 1), (lambda r: 0)
-        elif kind == "om":
-            f, beta = (lambda r: r**2 + par**2), (lambda r: r**2 / (r**2 + par**2))
-        else:
-            f, beta = (lambda r: r ** (2 * par)), (lambda r: par)
+        f, beta = mp_anisotropy(kind, par)
 
         def nu_sr2(r):
             inner = mp.quad(lambda s: f(s) * nu(s) * s ** (3 - gamma) / s**2, [r, 10 * r, mp.inf])

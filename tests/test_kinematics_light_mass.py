@@ -8,6 +8,7 @@ from __future__ import annotations
 import mpmath as mp
 import numpy as np
 import pytest
+from test_kinematics import mp_anisotropy
 
 import twinlens.kinematics as K
 from twinlens.backend import jax_runtime
@@ -34,12 +35,7 @@ def mp_jeans_general(radius, nu, gm, kind, par, r_max, dps=18):
     both out to ``r_max`` (where the light's tail is below ``1e-16`` of the integrals)."""
     with mp.workdps(dps):
         radius, par, r_max = mp.mpf(radius), mp.mpf(par), mp.mpf(r_max)
-        if kind == "iso":
-            f, beta = (lambda r: 1), (lambda r: 0)
-        elif kind == "om":
-            f, beta = (lambda r: r**2 + par**2), (lambda r: r**2 / (r**2 + par**2))
-        else:
-            f, beta = (lambda r: r ** (2 * par)), (lambda r: par)
+        f, beta = mp_anisotropy(kind, par)
         marks = [mp.mpf(2) ** k for k in range(-1, 60) if 2**k < r_max]
 
         def nu_sr2(r):

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from twinlens.job.example import Imaging, write_example_files
 from twinlens.job.example_kinematics import (
     H0_TRUE,
     R_ANI,
@@ -27,17 +26,13 @@ from twinlens.job.example_kinematics import (
 )
 from twinlens.job.timedelay import (
     OMEGA_M,
-    TD_N_PIX,
-    TD_NOISE,
-    TD_PIXEL_SCALE,
-    TD_PSF_FWHM,
-    TD_PSF_SIZE,
     TIMEDELAY_TRUTH,
     Z_LENS,
     Z_SOURCE,
     _point_source,
     timedelay_config_text,
     timedelay_tracer,
+    write_timedelay_files,
 )
 
 __all__ = [
@@ -85,16 +80,7 @@ def write_tdcosmo_example(
         extra = (name, _tables(seed, kinematics))
         return timedelay_config_text(chosen, backend, point, output, extra=extra)
 
-    imaging = Imaging(TD_N_PIX, TD_PIXEL_SCALE, TD_PSF_FWHM, TD_PSF_SIZE, TD_NOISE)
-    path = write_example_files(
-        directory,
-        text,
-        TDCOSMO_SEARCH,
-        seed=seed,
-        search=search,
-        overwrite=overwrite,
-        scene=(timedelay_tracer(), imaging),
-    )
+    path = write_timedelay_files(directory, text, TDCOSMO_SEARCH, seed, search, overwrite)
     chosen = search or {"name": "nautilus", **TDCOSMO_SEARCH, "seed": seed}
     (path.parent / "without_kinematics.toml").write_text(text(chosen, kinematics=False))
     return path

@@ -252,15 +252,23 @@ def write_timedelay_example(
     def text(chosen: dict) -> str:
         return timedelay_config_text(chosen, backend, _point_source(seed))
 
+    return write_timedelay_files(directory, text, TIMEDELAY_SEARCH, seed, search, overwrite)
+
+
+def write_timedelay_files(
+    directory: str | Path,
+    text: Any,
+    default_search: dict,
+    seed: int,
+    search: dict | None,
+    overwrite: bool,
+) -> Path:
+    """The time-delay lens's imaging simulated into ``directory`` and ``text(search)`` written
+    as its ``fit.toml`` (:func:`~twinlens.job.example.write_example_files`)."""
     imaging = Imaging(TD_N_PIX, TD_PIXEL_SCALE, TD_PSF_FWHM, TD_PSF_SIZE, TD_NOISE)
+    scene = (timedelay_tracer(), imaging)
     return write_example_files(
-        directory,
-        text,
-        TIMEDELAY_SEARCH,
-        seed=seed,
-        search=search,
-        overwrite=overwrite,
-        scene=(timedelay_tracer(), imaging),
+        directory, text, default_search, seed=seed, search=search, overwrite=overwrite, scene=scene
     )
 
 
