@@ -304,3 +304,31 @@ def test_sampled_prior_is_a_distribution() -> None:
     assert prior.log_density(prior.support[1] + 1e-9) == -np.inf
     with pytest.raises(ValueError, match="at least 20"):
         SampledPrior.from_samples([0.1, 0.2])
+
+
+def test_composite_mass_is_the_sum_of_its_parts() -> None:
+    """A lens of a power law and an NFW: the Jeans model takes their sum
+    (:class:`~twinlens.kinematics.MassSum`), the same as the kinematics module's own."""
+    from twinlens.lensing.tracer import Galaxy, Tracer
+    from twinlens.mass import NFW, PowerLaw
+
+    tracer = Tracer(
+        Galaxy(
+            mass=(
+                PowerLaw((0.0, 0.0), (0.05, 0.0), 1.0, 2.1),
+                NFW((0.0, 0.0), (0.0, 0.0), 0.1, 6.0),
+            )
+        ),
+        Galaxy(),
+    )
+    kin = VelocityDispersionData(
+        250.0, 8.0, apertures=K.CircularAperture(0.8), light=K.Hernquist(0.6),
+        mass=("lenses[0].mass[0]", "lenses[0].mass[1]"),
+    )  # fmt: skip
+    cosmo = Cosmography(70.0, 0.3, 0.9, 0.05, z_lens=Z_LENS, z_source=Z_SOURCE)
+    got = kin.predicted(tracer, cosmo, K.Isotropic(), "numpy")[0]
+    mass = K.MassSum((K.PowerLawMass(1.0, 2.1), K.NFWMass(0.1, 6.0)))
+    d = lens_distances(Z_LENS, Z_SOURCE, FlatLambdaCDM(H0=70.0, Om0=0.3))
+    aperture = K.CircularAperture(0.8)
+    want = K.velocity_dispersion(mass, K.Hernquist(0.6), K.Isotropic(), aperture, d, None, "numpy")
+    assert got == pytest.approx(np.sqrt(0.9 * 0.95) * want, rel=1e-10)

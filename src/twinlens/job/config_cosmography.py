@@ -15,8 +15,8 @@ radius}`` or ``{type = "annulus", r_in, r_out}``, or a list of them, one per bin
 ``{type = "Sersic", effective_radius, sersic_index}``), ``anisotropy``
 (``{type = "OsipkovMerritt", r_ani}``, ``{type = "ConstantBeta", beta}`` or
 ``{type = "Isotropic"}``; ``r_ani`` and ``beta`` numbers or priors) and ``mass`` (the path of
-the lens profile whose Einstein radius and slope make the Jeans model; default
-``lenses[0].mass[0]``).
+the lens profile that the Jeans model takes as spherical, a power law, point mass or NFW, or a
+list of paths summed; default ``lenses[0].mass[0]``).
 """
 
 from __future__ import annotations
@@ -151,8 +151,12 @@ def _kinematics(raw: Any, priors: dict) -> tuple[Any, Any]:
     elif "seeing_fwhm" in table:
         seeing = _made(where + ".seeing_fwhm", "GaussianSeeing", {"fwhm": table["seeing_fwhm"]})
     mass = table.get("mass", "lenses[0].mass[0]")
-    if not isinstance(mass, str):
-        raise ConfigError(f"{where}.mass = {_show(mass)}: expected a path in quotes")
+    if isinstance(mass, list) and mass and all(isinstance(m, str) for m in mass):
+        mass = tuple(mass)
+    elif not isinstance(mass, str):
+        raise ConfigError(
+            f"{where}.mass = {_show(mass)}: expected a path in quotes, or a list of them"
+        )
     anisotropy = _anisotropy(table.get("anisotropy", {"type": "Isotropic"}), priors)
     made = tuple(_aperture(a, f"{where}.aperture[{i}]") for i, a in enumerate(apertures))
     try:

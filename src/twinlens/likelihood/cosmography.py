@@ -44,7 +44,7 @@ from twinlens.kinematics import (
     Slit,
 )
 from twinlens.kinematics.dispersion import Anisotropy, rule_dispersion
-from twinlens.kinematics.models import PowerLawMass
+from twinlens.kinematics.models import MassSum, NFWMass, PointMass, PowerLawMass
 from twinlens.kinematics.radial_rule import aperture_rule
 from twinlens.lensing.tracer import Tracer
 from twinlens.likelihood.batched import (
@@ -153,9 +153,10 @@ class VelocityDispersionData(ValueIdentity):
         The seeing of the spectroscopy (None: none).
     light : twinlens.kinematics.Hernquist, .GaussianLight or .SersicLight
         The lens galaxy's light, the dispersions' tracer.
-    mass : str
-        The path of the lens's mass profile whose ``einstein_radius`` and ``slope`` (2 for an
-        isothermal profile without one) make the spherical power law of the Jeans model.
+    mass : str or tuple of str
+        The path of the lens's mass profile that the Jeans model takes as spherical: a power
+        law (``einstein_radius`` and ``slope``, 2 for an isothermal profile without one), a
+        point mass or an NFW; several paths are summed (stars and a dark halo).
     """
 
     sigma: Any = static_field()
@@ -164,7 +165,7 @@ class VelocityDispersionData(ValueIdentity):
     apertures: Any = static_field(default=None)
     seeing: Any = static_field(default=None)
     light: Any = static_field(default=None)
-    mass: str = static_field(default="lenses[0].mass[0]")
+    mass: Any = static_field(default="lenses[0].mass[0]")
 
     def __post_init__(self) -> None:
         sigma = _numbers("sigma", self.sigma)
@@ -223,17 +224,31 @@ class VelocityDispersionData(ValueIdentity):
         """The inverse covariance, (km/s)^-2."""
         return np.linalg.inv(np.asarray(self.covariance))
 
-    def model_mass(self, tracer: Tracer) -> PowerLawMass:
-        """The spherical power law of ``tracer``'s profile at :attr:`mass`."""
+    def model_mass(self, tracer: Tracer) -> Any:
+        """The spherical mass of ``tracer``'s profiles at :attr:`mass` (one path, or several
+        summed: :class:`~twinlens.kinematics.MassSum`)."""
+        paths = (self.mass,) if isinstance(self.mass, str) else tuple(self.mass)
+        masses = [self._spherical(tracer, path) for path in paths]
+        return masses[0] if len(masses) == 1 else MassSum(tuple(masses))
+
+    @staticmethod
+    def _spherical(tracer: Tracer, path: str) -> Any:
+        """The kinematics' mass of one lens profile, its ellipticity set aside: a power law
+        (``einstein_radius`` and ``slope``, 2 without one), a point mass, or an NFW."""
         try:
-            profile = get_path(tracer, self.mass)
+            profile = get_path(tracer, path)
         except (KeyError, IndexError, AttributeError):
             profile = None
+        name = type(profile).__name__
+        if name == "PointMass":
+            return PointMass(profile.einstein_radius)
+        if name == "NFW":
+            return NFWMass(profile.kappa_s, profile.scale_radius)
         if not hasattr(profile, "einstein_radius"):
-            what = "nothing" if profile is None else f"an object of type {type(profile).__name__}"
+            what = "nothing" if profile is None else f"an object of type {name}"
             raise ValueError(
-                f"VelocityDispersionData.mass = {self.mass!r} names {what}: the Jeans model "
-                "needs a lens profile with an einstein_radius (and a slope; 2 without one)"
+                f"VelocityDispersionData.mass: {path!r} names {what}: the Jeans model takes a "
+                "power law (einstein_radius, and slope: 2 without one), a PointMass or an NFW"
             )
         return PowerLawMass(profile.einstein_radius, getattr(profile, "slope", 2.0))
 
