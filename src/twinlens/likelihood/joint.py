@@ -37,6 +37,7 @@ from twinlens.imaging.point_images import (
     render,
 )
 from twinlens.lensing.lens_equation import _serial_when_small
+from twinlens.lensing.multiplane import MultiPlaneTracer
 from twinlens.lensing.tracer import Tracer
 from twinlens.likelihood.batched import (
     JAX_CHUNK,
@@ -235,8 +236,8 @@ class JointLikelihood(ValueIdentity):
         batch of models (their parameters :func:`~twinlens.backend.concrete.batched`
         columns): one set of kernel calls per step of the image solver serves the whole
         chunk, each parallel over its rows and points, with the same numbers as row by row
-        (:meth:`_rows`, which numpy runs)."""
-        if backend != "numba":
+        (:meth:`_rows`, which numpy and multi-plane lenses run)."""
+        if backend != "numba" or isinstance(self.model, MultiPlaneTracer):
             return self._rows(values, backend)
         out = np.full(len(values), -np.inf)
         size = self._rows_per_chunk
