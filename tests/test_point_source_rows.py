@@ -98,9 +98,9 @@ def _set(rows: np.ndarray, joint: JointLikelihood, i: int, path: str, value: flo
     rows[i, joint.free.index(path)] = value
 
 
-@pytest.mark.parametrize("chunk", [64, 3])
+@pytest.mark.parametrize("chunk", [64, 5, 3])
 def test_a_quad_rows_out_of_range_and_rows_without_the_images(monkeypatch, chunk):
-    # chunk 3: eleven rows make three full chunks and one of two, -inf rows in several
+    # eleven rows: in chunks of 5 the last is one row; of 3, -inf rows fall in every chunk
     monkeypatch.setattr(joint_module, "_CHUNK_ROWS", chunk)
     joint = _quad()
     rows = _rows(joint, 11, 1)
@@ -114,6 +114,7 @@ def test_a_quad_rows_out_of_range_and_rows_without_the_images(monkeypatch, chunk
     bad = [1, 4, 5, 6, 7, 9]
     assert np.all(got[bad] == -np.inf)
     assert np.all(np.isfinite(np.delete(got, bad)))
+    assert joint(rows[0], "numba") == got[0] and joint(rows[1], "numba") == -np.inf
 
 
 def test_a_double_with_fluxes_and_a_source_that_makes_a_quad():
