@@ -9,7 +9,9 @@ import pytest
 from twinlens import Galaxy, Tracer
 from twinlens.backend.concrete import batched
 from twinlens.kernels import power_law
+from twinlens.lensing import lens_equation_loops as loops
 from twinlens.lensing.lens_equation import ImageSolver
+from twinlens.lensing.lens_equation_steps import _lens_deflections
 from twinlens.likelihood import joint as joint_module
 from twinlens.likelihood.batched import batch_of_models
 from twinlens.likelihood.joint import JointLikelihood
@@ -158,6 +160,26 @@ def test_the_image_solver_on_a_batch_of_lenses_equals_lens_by_lens():
         assert list(images.n_images) == [4, 4, 4, 2, 4, 4]
     with pytest.raises(ValueError, match="one per lens"):
         SOLVER.solve(tracer, np.zeros((4, 2)), "numba")
+
+
+@pytest.mark.parametrize("cells", [61, 64, 9])
+def test_the_blocks_boxes_of_a_batch_of_lenses_are_those_of_each_lens(cells):
+    # over each block's vertices once, against every slot's three (blocks cut at the edge)
+    solver = ImageSolver(window=2.5, cells=cells)
+    joint = _quad()
+    rows = _rows(joint, 3, 8)
+    _, (tracer, _point) = batch_of_models(joint._members, rows, joint.reference)
+    v = solver.vertices()
+    ax, ay = _lens_deflections(tracer, v[:, 0], v[:, 1], "numba")
+    mx, my = np.ascontiguousarray(v[:, 0] - ax), np.ascontiguousarray(v[:, 1] - ay)
+    mx[1, 5] = np.nan  # never taken, as in the slots' pass
+    boxes = np.empty((3, solver.triangles().shape[0], 4))
+    loops.compiled().block_boxes_rows(mx, my, cells, 8, boxes)
+    pad, safe, _ = solver._layout
+    for i in range(3):
+        tri, one = np.empty((*safe.shape[:2], 6)), np.empty((safe.shape[0], 4))
+        loops.compiled().map_blocks(mx[i], my[i], safe, pad, tri, one)
+        np.testing.assert_array_equal(boxes[i], one)
 
 
 @pytest.mark.parametrize("shared", [True, False])

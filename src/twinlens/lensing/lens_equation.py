@@ -55,6 +55,7 @@ from twinlens.backend.concrete import Batched
 from twinlens.fields import ValueIdentity, schedule_field, static_field
 from twinlens.lensing import lens_equation_loops as loops
 from twinlens.lensing.lens_equation_steps import (
+    _BLOCK,
     _SLACK,
     _block_arrays,
     _finish,
@@ -325,7 +326,7 @@ class ImageSolver(ValueIdentity):
         with _serial_when_small(n, backend):
             run = loops.compiled() if backend == "numba" else loops
             boxes = np.empty((n, safe.shape[0], 4))
-            run.block_boxes_rows(mx, my, safe, pad, boxes)
+            run.block_boxes_rows(mx, my, self.cells, _BLOCK, boxes)
             index = np.empty((n, k), dtype=np.int64)
             count = np.empty(n, dtype=np.int64)
             run.find_triangles_rows(mx, my, safe, pad, boxes, sources, _SLACK, index, count)

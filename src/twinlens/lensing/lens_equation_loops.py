@@ -97,23 +97,27 @@ def map_blocks(mx, my, safe, pad, out_tri, out_boxes):
         out_boxes[blk, 3] = y_max
 
 
-def block_boxes_rows(mx, my, safe, pad, out_boxes):
+def block_boxes_rows(mx, my, cells, size, out_boxes):
     """:func:`map_blocks`'s boxes for a batch of lenses: ``mx, my (n_rows, n_vertices)`` each
-    row's mapped grid vertices; writes ``out_boxes (n_rows, n_blocks, 4)``, one (row, block)
-    per iteration (in parallel in the compiled copy). The slots' vertices are not stored:
+    row's mapped grid vertices (``cells + 1`` per side); writes ``out_boxes (n_rows, n_blocks,
+    4)``, one (row, block of ``size x size`` cells) per iteration (in parallel in the compiled
+    copy). A block's box is taken over its cells' vertices, each once: the values its triangle
+    slots hold, so the same box (a NaN is never taken, as there, and a zero's sign is
+    irrelevant to the search's comparisons). The slots' vertices are not stored:
     :func:`find_triangles_rows` reads them from ``mx, my``."""
-    n_blocks = safe.shape[0]
+    side = (cells + size - 1) // size
+    n_blocks = side * side
     for job in prange(mx.shape[0] * n_blocks):
         r = job // n_blocks
         blk = job % n_blocks
+        j0 = (blk // side) * size
+        i0 = (blk % side) * size
         x_min, x_max = np.inf, -np.inf
         y_min, y_max = np.inf, -np.inf
-        for t in range(safe.shape[1]):
-            if pad[blk, t, 0]:
-                continue
-            for v in range(3):
-                x = mx[r, safe[blk, t, v]]
-                y = my[r, safe[blk, t, v]]
+        for j in range(j0, min(j0 + size, cells) + 1):
+            for i in range(i0, min(i0 + size, cells) + 1):
+                x = mx[r, j * (cells + 1) + i]
+                y = my[r, j * (cells + 1) + i]
                 x_min, x_max = min(x_min, x), max(x_max, x)
                 y_min, y_max = min(y_min, y), max(y_max, y)
         out_boxes[r, blk, 0] = x_min
