@@ -387,8 +387,9 @@ def numba_batched_source(kernel: _Kernel) -> str:
 
     Inputs are flat, either shared by every batch member (``n_per`` values) or one block per
     member (``n_batch * n_per``); scalar params are ``(n_batch,)`` arrays and component params
-    ``(n_batch, K)``. One parallel loop runs over every (member, point) pair, so a batch of one
-    is as parallel as a batch of thousands. Output ``t`` is member ``t // n_per``'s point
+    ``(n_batch, K)``. One parallel loop runs over every (member, block of points) pair (for a
+    kernel summed over components, every (member, point) pair), so a batch of one is as
+    parallel as a batch of thousands. Output ``t`` is member ``t // n_per``'s point
     ``t % n_per``.
     """
     ins = [a.name for a in kernel.inputs]
@@ -399,10 +400,20 @@ def numba_batched_source(kernel: _Kernel) -> str:
     if n_comp:
         alloc, assign, indent = "np.zeros", "+=", "            "
         head = f"    for k in range({comps[0]}.shape[1]):\n        for t in prange(total):\n"
+        head += f"{indent}b = t // n_per\n{indent}i = t % n_in\n"
     else:
-        alloc, assign, indent = "np.empty", "=", "        "
-        head = "    for t in prange(total):\n"
-    head += f"{indent}b = t // n_per\n{indent}i = t % n_in\n"
+        # blocks of one member's points: no division per point, and a block's loop vectorises
+        alloc, assign, indent = "np.empty", "=", "            "
+        head = (
+            f"    per_ = (n_per + {BLOCK} - 1) // {BLOCK}\n"
+            "    for job_ in prange(n_batch * per_):\n"
+            "        b = job_ // per_\n"
+            f"        start_ = (job_ % per_) * {BLOCK}\n"
+            "        shift_ = b * n_per if n_in > n_per else 0\n"
+            f"        for point_ in range(start_, min(start_ + {BLOCK}, n_per)):\n"
+            "            t = b * n_per + point_\n"
+            "            i = shift_ + point_\n"
+        )
     outs, allocate = _outputs(kernel, "total", alloc)
     call = f"_point({', '.join([f'{a}[i]' for a in ins] + call_pars)})"
     body = [f"    n_in = {ins[0]}.shape[0]", "    total = n_batch * n_per", allocate]

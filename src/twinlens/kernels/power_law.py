@@ -73,7 +73,7 @@ parameters are 0 there (those of the value returned, held fixed), finite and doc
 from __future__ import annotations
 
 import math
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -83,7 +83,12 @@ from twinlens.backend.concrete import any_jax, is_concrete
 from twinlens.kernels.domains import Arg, Domain
 from twinlens.kernels.geometry import held_at_centre
 from twinlens.kernels.ops import make_op, pointwise, where
-from twinlens.kernels.power_law_blocked import blocked_deflections_loop
+from twinlens.kernels.power_law_blocked import (
+    blocked_deflections_loop,
+    blocked_deflections_rows_loop,
+    rows_impl,
+    series_rows_loop,
+)
 from twinlens.kernels.registry import Kernel, KernelFamily
 from twinlens.kernels.tolerance import Tolerance
 
@@ -173,6 +178,33 @@ def series_coefficients(e1: Any, e2: Any, slope: Any, n_terms: int | None = None
     if jax_args and not (is_concrete(e1) and is_concrete(e2)):
         coef = _zero_the_tail(coef, e1, e2)
     return coef
+
+
+def series_coefficient_rows(e1: Any, e2: Any, slope: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`series_coefficients` of each member of a batch (numpy arrays ``(n_batch,)``):
+    ``(coef (n_batch, N), n_terms (n_batch,))``, member ``b``'s coefficients in
+    ``coef[b, :n_terms[b]]`` and zeros after. The same arithmetic, element by element, as
+    :func:`series_length` and :func:`series_coefficients` member by member."""
+    e1, e2, slope = np.broadcast_arrays(
+        *(np.asarray(a, dtype=float).reshape(-1) for a in (e1, e2, slope))
+    )
+    f = np.array([math.hypot(a, b) for a, b in zip(e1.tolist(), e2.tolist(), strict=True)])
+    if not np.all(f < 1.0):
+        raise ValueError(f"ellipticity |e| must be < 1, got {f[~(f < 1.0)][0]}")
+    t = slope - 1.0
+    size, n = np.ones(f.shape), np.zeros(f.shape, dtype=np.int64)
+    live = f != 0.0  # round: one term
+    while live.any():
+        n[live] += 1
+        k = n[live].astype(float)
+        size[live] *= f[live] * (2.0 * k - 2.0 + t[live]) / (2.0 * k + 2.0 - t[live])
+        live &= (size > _STOP) & (n < _N_CAP)
+    n_terms = np.where(f == 0.0, 1, n + 1)
+    k = np.arange(1, int(n_terms.max()), dtype=np.float64)
+    ratios = (2.0 * k - 2.0 + t[:, None]) / (2.0 * k + 2.0 - t[:, None])
+    coef = np.concatenate([np.ones((f.size, 1)), np.cumprod(ratios, axis=1)], axis=1)
+    coef[np.arange(coef.shape[1])[None, :] >= n_terms[:, None]] = 0.0
+    return coef, n_terms
 
 
 def _zero_the_tail(coef: Any, e1: Any, e2: Any) -> Any:
@@ -505,6 +537,15 @@ def _series_impls(quantity: str) -> dict[str, Any]:
     return {"numba": _loop_impl(series, "numba", blocked), "jax": _jax_impl(quantity)}
 
 
+def _rows_impl(quantity: str) -> Any:
+    # numba, a batch of parameter sets in one call: each member's own series (its length and
+    # coefficients as it alone would have them), one loop over members and points together
+    point, outputs = _SERIES_POINTS[quantity]
+    if quantity == "deflections":
+        return rows_impl(series_coefficient_rows, blocked_deflections_rows_loop)
+    return rows_impl(series_coefficient_rows, partial(series_rows_loop, point, len(outputs)))
+
+
 CONVERGENCE = _FAMILY.register("convergence", convergence, ("kappa",), tol=_TOL_KAPPA)
 DEFLECTIONS = _FAMILY.register(
     "deflections",
@@ -513,6 +554,7 @@ DEFLECTIONS = _FAMILY.register(
     tol=_TOL,
     atol_scale=_deflection_scale,
     impls=_series_impls("deflections"),
+    batched_numba=_rows_impl("deflections"),
 )
 HESSIAN = _FAMILY.register(
     "hessian",
@@ -520,6 +562,7 @@ HESSIAN = _FAMILY.register(
     ("psi_xx", "psi_xy", "psi_yy"),
     tol=_TOL_KAPPA,
     impls=_series_impls("hessian"),
+    batched_numba=_rows_impl("hessian"),
 )
 POTENTIAL = _FAMILY.register(
     "potential",
@@ -528,6 +571,7 @@ POTENTIAL = _FAMILY.register(
     tol=_TOL,
     atol_scale=_potential_scale,
     impls=_series_impls("potential"),
+    batched_numba=_rows_impl("potential"),
 )
 
 #: The power law's kernels by quantity (parameters ``centre_x, centre_y, e1, e2,

@@ -8,10 +8,15 @@ loop inside: vectorised), then the assembly. The same formulas as
 :mod:`twinlens.kernels.power_law`'s ``_setup``, ``_horner`` and ``deflections_series``
 (validated against them on every call of ``twinlens validate``), within 7e-16 of the
 per-point loop.
+
+For a batch of parameter sets (the power law's ``batched_numba``), the same blocked loop and
+the per-point series loops run over every member in one call, each member with its own series:
+the numbers of the members' calls one by one.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -113,3 +118,108 @@ def blocked_deflections_loop() -> Callable[..., tuple[np.ndarray, np.ndarray]]:
     for a in dummy[:2]:
         a.flags.writeable = False
     return build("power_law_deflections_blocked", source, *dummy)
+
+
+# -- a batch of parameter sets -----------------------------------------------------------------
+#
+# Each member has its own series (its own length): ``coef (n_batch, N)`` holds the members'
+# coefficients, zero-padded, and ``n_terms (n_batch,)`` their lengths, so that a member sums
+# exactly its own terms, as it would alone. Inputs are flat: shared by every member
+# (``n_per`` points) or one block per member (``n_batch * n_per``). Output ``t`` is member
+# ``t // n_per``'s point ``t % n_per``.
+
+_ROWS_ARGS = ["n_batch", "n_per", "x", "y", "cx", "cy", "e1", "e2", "einstein_radius", "slope"]
+_ROWS_ARGS += ["coef", "n_terms"]
+
+
+def _rows_dummy() -> list[Any]:
+    x, y = np.zeros(1), np.zeros(1)
+    for a in (x, y):
+        a.flags.writeable = False
+    params = [np.full(1, 0.5) for _ in range(6)]
+    return [1, 1, x, y, *params, np.full((1, 3), 0.5), np.full(1, 3, dtype=np.int64)]
+
+
+@cache
+def blocked_deflections_rows_loop() -> Callable[..., tuple[np.ndarray, np.ndarray]]:
+    """The blocked deflections of a batch of parameter sets (see above): one parallel
+    iteration per ``BLOCK`` points of one member, the blocks laid as in a member's own call."""
+    from twinlens.kernels.compile import build, generate
+
+    member = "coef[b, :n_terms[b]]"
+    body = "\n".join(
+        [
+            "    n_in = x.shape[0]",
+            "    out_x = np.empty(n_batch * n_per)",
+            "    out_y = np.empty(n_batch * n_per)",
+            f"    per = (n_per + {BLOCK} - 1) // {BLOCK}",
+            "    for job in prange(n_batch * per):",
+            "        b = job // per",
+            "        o = b * n_per",
+            "        j = o if n_in > n_per else 0",
+            f"        _block(x[j : j + n_per], y[j : j + n_per], (job % per) * {BLOCK}, cx[b],",
+            f"               cy[b], e1[b], e2[b], einstein_radius[b], slope[b], {member},",
+            "               out_x[o : o + n_per], out_y[o : o + n_per])",
+            "    return (out_x, out_y)",
+        ]
+    )
+    source = generate(
+        "power_law.deflections, blocked, batched",
+        [("_block", _deflections_block)],
+        _ROWS_ARGS,
+        body,
+    )
+    return build("power_law_deflections_blocked_rows", source, *_rows_dummy())
+
+
+@cache
+def series_rows_loop(point: Callable, n_outputs: int) -> Callable[..., tuple]:
+    """The per-point series function ``point`` over a batch of parameter sets (see above),
+    one parallel iteration per (member, point)."""
+    from twinlens.kernels.compile import build, generate
+
+    outs = [f"out_{k}" for k in range(n_outputs)]
+    call = "_point(x[i], y[i], cx[b], cy[b], e1[b], e2[b], einstein_radius[b], slope[b], c)"
+    store = (
+        [f"        {outs[0]}[t] = {call}"]
+        if n_outputs == 1
+        else [f"        r = {call}"] + [f"        {o}[t] = r[{k}]" for k, o in enumerate(outs)]
+    )
+    body = "\n".join(
+        [
+            "    n_in = x.shape[0]",
+            *(f"    {o} = np.empty(n_batch * n_per)" for o in outs),
+            "    for t in prange(n_batch * n_per):",
+            "        b = t // n_per",
+            "        i = t % n_in",
+            "        c = coef[b, :n_terms[b]]",
+            *store,
+            f"    return ({', '.join(outs)},)",
+        ]
+    )
+    name = point.__name__
+    source = generate(f"power_law.{name}, batched", [("_point", point)], _ROWS_ARGS, body)
+    return build(f"power_law_{name}_rows", source, *_rows_dummy())
+
+
+def rows_impl(coefficient_rows: Callable, loop: Callable) -> Callable[..., tuple]:
+    """A kernel's ``batched_numba`` (:class:`~twinlens.kernels.registry.Kernel`): the members'
+    series from ``coefficient_rows(e1, e2, slope) -> (coef, n_terms)``, then ``loop()``.
+    The series of the last few batches are remembered: the steps of a solve ask for the
+    same members' deflections and hessians many times."""
+
+    def impl(n_batch, n_per, x, y, cx, cy, e1, e2, einstein_radius, slope):
+        key = (e1.tobytes(), e2.tobytes(), slope.tobytes())
+        series = _SERIES.get(key)
+        if series is None:
+            series = _SERIES[key] = coefficient_rows(e1, e2, slope)
+            while len(_SERIES) > _SERIES_SIZE:
+                _SERIES.popitem(last=False)
+        params = (cx, cy, e1, e2, einstein_radius, slope)
+        return loop()(n_batch, n_per, x, y, *params, *series)
+
+    return impl
+
+
+_SERIES: OrderedDict = OrderedDict()
+_SERIES_SIZE = 8

@@ -59,6 +59,12 @@ class Kernel:
         The number of trailing params that are arrays of components (the sigmas and peak
         convergences of a multi-Gaussian expansion): ``point`` takes one component's scalars and
         the kernel returns the sum over components, on every backend.
+    batched_numba
+        For a kernel whose numba implementation is in ``impls``: its hand-written loop over a
+        batch of parameter sets, ``(n_batch, n_per, *inputs, *params)`` with the inputs flat
+        (shared, ``n_per``, or one block per member) and each param ``(n_batch,)``, returning
+        flat outputs ``(n_batch * n_per,)``. The same numbers as the members one by one, at one
+        call for the whole batch; None runs the members one by one.
     point_from
         Where generated numba code finds ``point`` in its module when it is not a module-level
         name (a point function made in a loop): an attribute path from the module, such as
@@ -84,6 +90,7 @@ class Kernel:
     atol_scale: Callable[..., float] | None = None
     components: int = 0
     point_from: str = ""
+    batched_numba: Callable[..., Any] | None = None
     _built: dict = field(default_factory=dict, repr=False)
     #: what the code generator recognises a kernel by (it does not import this module)
     is_kernel: ClassVar[bool] = True
@@ -219,6 +226,9 @@ class Kernel:
             )
         if backend == "numba":
             flat = [read_only(a) for a in flat]
+        if "numba" in self.impls and backend == "numba" and self.batched_numba is not None:
+            raw = self.batched_numba(n_batch, n_per, *flat, *fixed, *comps)
+            return tuple(np.asarray(o, self.dtype).reshape(n_batch, n_per) for o in raw)
         if "numba" in self.impls:
             # A hand-written kernel sets up from scalar params (the power law picks its series
             # length from the ellipticity), on numba and in its numpy point function alike: its
@@ -385,6 +395,7 @@ class KernelFamily:
         doc: str | None = None,
         components: int = 0,
         point_from: str = "",
+        batched_numba: Callable[..., Any] | None = None,
     ) -> Kernel:
         """Register the kernel ``prefix.name`` of ``point`` on inputs ``(x, y)`` and return it.
 
@@ -398,7 +409,7 @@ class KernelFamily:
             Names of the outputs.
         params, tol, atol_scale : optional
             As :class:`Kernel`'s; None takes the family's.
-        impls, components, point_from : optional
+        impls, components, point_from, batched_numba : optional
             As :class:`Kernel`'s.
         doc : str, optional
             Default: ``point``'s docstring.
@@ -421,6 +432,7 @@ class KernelFamily:
                 atol_scale=self.atol_scale if atol_scale is None else atol_scale,
                 components=components,
                 point_from=point_from,
+                batched_numba=batched_numba,
             )
         )
         self.kernels.append(kernel)

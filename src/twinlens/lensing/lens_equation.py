@@ -51,15 +51,18 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from twinlens.backend import resolve_backend
+from twinlens.backend.concrete import Batched
 from twinlens.fields import ValueIdentity, schedule_field, static_field
 from twinlens.lensing import lens_equation_loops as loops
 from twinlens.lensing.lens_equation_steps import (
+    _BLOCK,
     _SLACK,
     _block_arrays,
     _finish,
     _first_guess,
     _lens_deflections,
     _newton,
+    _newton_rows,
     _triangle_table,
     slot_layout,
 )
@@ -217,6 +220,9 @@ class ImageSolver(ValueIdentity):
             The lens (its lens galaxies' mass; source galaxies are ignored).
         source : array, (..., 2)
             Source positions ``(beta_x, beta_y)``, arcsec: one source ``(2,)`` or a batch.
+            For a batch of lenses (a tracer whose lens parameters are
+            :func:`~twinlens.backend.concrete.batched` columns, numba and numpy) one source per
+            lens, ``(n_lenses, 2)``, or ``(2,)`` behind every lens.
         backend : str, optional
             ``"numba"``, ``"jax"`` or ``"numpy"`` (default: JAX for JAX inputs or parameters,
             else the process default).
@@ -240,6 +246,9 @@ class ImageSolver(ValueIdentity):
         src = src.astype(np.float64)
         if not np.all(np.isfinite(src)):
             raise ValueError("source must hold finite positions (x, y), arcsec; got NaN or inf")
+        rows = lens_rows(tracer)
+        if rows:
+            return self._solve_rows(tracer, _one_per_lens(src, rows), b)
         flat = src.reshape(-1, 2)
         # the grid's mapping (its vertices deflected, its blocks gathered) is large work: on
         # every thread; the search and Newton steps of a few sources are not
@@ -301,6 +310,69 @@ class ImageSolver(ValueIdentity):
         xs[valid], ys[valid] = x, y
         valid[valid] = alive
         return Images(*_finish(tracer, xs, ys, sx, sy, valid, count <= k, self, backend, np))
+
+    def _solve_rows(self, tracer: Tracer, sources: np.ndarray, backend: str) -> Images:
+        """numba and numpy, a batch of lenses with one source each, ``sources (n, 2)``: the
+        steps of :meth:`_solve_host`, each for every lens in one set of kernel calls (the
+        same numbers as lens by lens)."""
+        n, k = sources.shape[0], self.max_candidates
+        v = self.vertices()
+        ax, ay = _lens_deflections(tracer, v[:, 0], v[:, 1], backend)
+        mx, my = (
+            np.ascontiguousarray(np.broadcast_to(v[:, i] - a, (n, len(v))))
+            for i, a in ((0, ax), (1, ay))
+        )
+        pad, safe, image = self._layout
+        with _serial_when_small(n, backend):
+            run = loops.compiled() if backend == "numba" else loops
+            boxes = np.empty((n, safe.shape[0], 4))
+            run.block_boxes_rows(mx, my, self.cells, _BLOCK, boxes)
+            index = np.empty((n, k), dtype=np.int64)
+            count = np.empty(n, dtype=np.int64)
+            run.find_triangles_rows(mx, my, safe, pad, boxes, sources, _SLACK, index, count)
+            valid = index >= 0
+            slot = np.where(valid, index, 0)
+            vertex = safe.reshape(-1, 3)[slot]  # (n, k, 3)
+            row = np.arange(n)[:, None, None]
+            gx, gy = mx[row, vertex], my[row, vertex]
+            tri = np.stack([gx, gy], axis=-1).reshape(n, k, 6)  # the slots' (ax, ay, bx, ...)
+            sx = np.broadcast_to(sources[:, :1], (n, k))
+            sy = np.broadcast_to(sources[:, 1:], (n, k))
+            x0, y0 = _first_guess(tri, image.reshape(-1, 6)[slot], sx, sy, np)
+            # the candidates fill each row's first columns: Newton on those columns only
+            c = int(min(count.max(initial=0), k))
+            xs, ys = np.zeros((n, k)), np.zeros((n, k))
+            if c:
+                on = valid[:, :c]
+                x, y, alive = _newton_rows(
+                    tracer, x0[:, :c], y0[:, :c], sx[:, :c], sy[:, :c], on, self, backend
+                )
+                xs[:, :c], ys[:, :c] = np.where(on, x, 0.0), np.where(on, y, 0.0)
+                valid[:, :c] &= alive
+            out = _finish(tracer, xs, ys, sx, sy, valid, count <= k, self, backend, np)
+        return Images(*out)
+
+
+def lens_rows(tracer: Tracer) -> int:
+    """The number of lenses in a tracer whose lens (mass) parameters hold
+    :func:`~twinlens.backend.concrete.batched` columns, or 0 when they are plain values."""
+    sizes = [
+        int(np.size(v))
+        for g in tracer.lenses
+        for p in g.mass
+        for v in _numbers(p)
+        if isinstance(v, Batched)
+    ]
+    return max(sizes, default=0)
+
+
+def _one_per_lens(sources: np.ndarray, rows: int) -> np.ndarray:
+    if sources.shape not in ((2,), (1, 2), (rows, 2)):
+        raise ValueError(
+            f"for a batch of {rows} lenses, source must be one position (2,) or one per lens "
+            f"({rows}, 2), got shape {sources.shape}"
+        )
+    return np.ascontiguousarray(np.broadcast_to(sources.reshape(-1, 2), (rows, 2)))
 
 
 @contextmanager

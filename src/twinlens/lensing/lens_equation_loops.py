@@ -15,7 +15,13 @@ import numpy as np
 
 prange = range  # numba's prange in the compiled copy, whose template imports it
 
-_FUNCTIONS = ("barycentric", "find_triangles", "map_blocks")
+_FUNCTIONS = (
+    "barycentric",
+    "find_triangles",
+    "map_blocks",
+    "block_boxes_rows",
+    "find_triangles_rows",
+)
 
 
 def barycentric(ax, ay, bx, by, cx, cy, sx, sy):
@@ -89,6 +95,69 @@ def map_blocks(mx, my, safe, pad, out_tri, out_boxes):
         out_boxes[blk, 1] = x_max
         out_boxes[blk, 2] = y_min
         out_boxes[blk, 3] = y_max
+
+
+def block_boxes_rows(mx, my, cells, size, out_boxes):
+    """:func:`map_blocks`'s boxes for a batch of lenses: ``mx, my (n_rows, n_vertices)`` each
+    row's mapped grid vertices (``cells + 1`` per side); writes ``out_boxes (n_rows, n_blocks,
+    4)``, one (row, block of ``size x size`` cells) per iteration (in parallel in the compiled
+    copy). A block's box is taken over its cells' vertices, each once: the values its triangle
+    slots hold, so the same box (a NaN is never taken, as there, and a zero's sign is
+    irrelevant to the search's comparisons). The slots' vertices are not stored:
+    :func:`find_triangles_rows` reads them from ``mx, my``."""
+    side = (cells + size - 1) // size
+    n_blocks = side * side
+    for job in prange(mx.shape[0] * n_blocks):
+        r = job // n_blocks
+        blk = job % n_blocks
+        j0 = (blk // side) * size
+        i0 = (blk % side) * size
+        x_min, x_max = np.inf, -np.inf
+        y_min, y_max = np.inf, -np.inf
+        for j in range(j0, min(j0 + size, cells) + 1):
+            for i in range(i0, min(i0 + size, cells) + 1):
+                x = mx[r, j * (cells + 1) + i]
+                y = my[r, j * (cells + 1) + i]
+                x_min, x_max = min(x_min, x), max(x_max, x)
+                y_min, y_max = min(y_min, y), max(y_max, y)
+        out_boxes[r, blk, 0] = x_min
+        out_boxes[r, blk, 1] = x_max
+        out_boxes[r, blk, 2] = y_min
+        out_boxes[r, blk, 3] = y_max
+
+
+def find_triangles_rows(mx, my, safe, pad, boxes, sources, slack, out_index, out_count):
+    """:func:`find_triangles` for a batch of lenses, one source each (row ``r`` of
+    ``sources (n_rows, 2)`` behind row ``r`` of ``mx, my``), one row per iteration: the
+    triangles' mapped vertices read from ``mx, my`` through ``safe (n_blocks, P, 3)``, the
+    padding (``pad``, zero area: never inside) skipped, ``boxes`` from
+    :func:`block_boxes_rows`. The same tests in the same order as :func:`find_triangles`;
+    slot ``blk * P + t`` as there."""
+    k = out_index.shape[1]
+    per_block = safe.shape[1]
+    for r in prange(sources.shape[0]):
+        sx = sources[r, 0]
+        sy = sources[r, 1]
+        n = 0
+        for blk in range(safe.shape[0]):
+            if sx < boxes[r, blk, 0] - slack or sx > boxes[r, blk, 1] + slack:
+                continue
+            if sy < boxes[r, blk, 2] - slack or sy > boxes[r, blk, 3] + slack:
+                continue
+            for t in range(per_block):
+                if pad[blk, t, 0]:
+                    continue
+                a, b, c = safe[blk, t, 0], safe[blk, t, 1], safe[blk, t, 2]
+                la, lb, lc, d = barycentric(
+                    mx[r, a], my[r, a], mx[r, b], my[r, b], mx[r, c], my[r, c], sx, sy
+                )
+                if d != 0.0 and la >= -slack and lb >= -slack and lc >= -slack:
+                    if n < k:
+                        out_index[r, n] = blk * per_block + t
+                    n += 1
+        for j in range(min(n, k), k):
+            out_index[r, j] = -1
+        out_count[r] = n
 
 
 @cache

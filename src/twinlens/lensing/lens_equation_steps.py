@@ -217,6 +217,36 @@ def _newton(
     return x, y, clips <= _MAX_CLIPPED
 
 
+def _newton_rows(
+    tracer: Tracer,
+    x: np.ndarray,
+    y: np.ndarray,
+    sx: np.ndarray,
+    sy: np.ndarray,
+    valid: np.ndarray,
+    solver: Settings,
+    backend: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The host's :func:`_newton` for a batch of lenses (a tracer with batched parameters),
+    candidates ``(n_rows, c)`` (``valid`` marks the real ones): ``(x, y, alive)``. Each step
+    runs every row's candidates in one set of kernel calls, and moves only those the host
+    would step (still valid, moving and not clipped too often), so that every candidate takes
+    the same steps as on its own."""
+    max_step = _MAX_STEP_CELLS * solver.spacing
+    x, y = np.array(x, dtype=float), np.array(y, dtype=float)
+    clips = np.zeros(x.shape, dtype=np.int64)
+    active = np.array(valid, dtype=bool)
+    for _ in range(solver.newton_iterations):
+        if not active.any():
+            break
+        nx, ny, size, clipped = _newton_step(tracer, x, y, sx, sy, max_step, backend, np)
+        clips += active & clipped
+        x, y = np.where(active, nx, x), np.where(active, ny, y)
+        moving = size > _CONVERGED_STEP * (1.0 + np.abs(nx) + np.abs(ny))
+        active &= moving & (clips <= _MAX_CLIPPED)
+    return x, y, clips <= _MAX_CLIPPED
+
+
 def _finish(
     tracer: Tracer,
     x: Any,

@@ -9,8 +9,9 @@ likelihood it is frozen and value-hashed (one JAX program per likelihood and chu
 an out-of-range vector (a negative ``D_dt``, ``|e| >= 1``) gives ``-inf``, never an exception
 or NaN.
 
-On numba and numpy the imaging term runs in batches as usual and the point-source term one
-vector at a time (solving the lens equation is per lens); on JAX the single evaluation is
+On numba and numpy the imaging term runs in batches as usual; the point-source term runs in
+batches on numba (a chunk of rows as one batch of lenses, solved together) and one vector at
+a time on numpy; on JAX the single evaluation is
 ``jit(vmap(...))``-ed over chunks, each chunk's rows split among the local devices when there
 are several (:mod:`twinlens.likelihood.sharding`).
 """
@@ -36,6 +37,7 @@ from twinlens.imaging.point_images import (
     render,
 )
 from twinlens.lensing.lens_equation import _serial_when_small
+from twinlens.lensing.multiplane import MultiPlaneTracer
 from twinlens.lensing.tracer import Tracer
 from twinlens.likelihood.batched import (
     JAX_CHUNK,
@@ -61,6 +63,10 @@ from twinlens.model.paths import POINT_SOURCE, get_path, parameter_paths, set_pa
 from twinlens.profiles.checks import collect_validity
 
 __all__ = ["JointLikelihood"]
+
+#: the point-source term's batches on numba: at most this many rows, and about this many
+#: mapped grid vertices of the image solver in all (each row maps its own grid)
+_CHUNK_ROWS, _CHUNK_POINTS = 64, 1 << 21
 
 
 @dataclass(frozen=True, eq=False)
@@ -226,21 +232,49 @@ class JointLikelihood(ValueIdentity):
         return finite_or_minus_inf(np.asarray(out, dtype=float))
 
     def _point_source_rows(self, values: np.ndarray, backend: str) -> np.ndarray:
-        # a few points per kernel call: on one numba thread (waking the others costs more)
-        with _serial_when_small(1, backend):
+        """The point-source term of each row. On numba a chunk of rows at a time, as one
+        batch of models (their parameters :func:`~twinlens.backend.concrete.batched`
+        columns): one set of kernel calls per step of the image solver serves the whole
+        chunk, each parallel over its rows and points, with the same numbers as row by row
+        (:meth:`_rows`, which numpy and multi-plane lenses run)."""
+        if backend != "numba" or isinstance(self.model, MultiPlaneTracer):
             return self._rows(values, backend)
+        out = np.full(len(values), -np.inf)
+        size = self._rows_per_chunk
+        for s in range(0, len(values), size):
+            rows = values[s : s + size]
+            ok, (tracer, point) = batch_of_models(self._members, rows, self.reference)
+            # a few rows: on one thread (waking the others costs more than their few points)
+            with _serial_when_small(len(rows), backend), np.errstate(all="ignore"):
+                log_l = self.point_source_likelihood.log_likelihood(tracer, point, backend)
+            # a term that no free parameter reaches is one value for every row
+            log_l = np.broadcast_to(np.asarray(log_l, dtype=float).reshape(-1), (len(rows),))
+            out[s : s + len(rows)] = np.where(ok, log_l, -np.inf)
+        return out
+
+    @property
+    def _rows_per_chunk(self) -> int:
+        """Rows per batch of the point-source term: about ``_CHUNK_POINTS`` mapped grid
+        vertices of the image solver (each row maps its own grid), at most ``_CHUNK_ROWS``."""
+        solver = self.point_source_likelihood.solver
+        vertices = 1 if solver is None else (solver.cells + 1) ** 2
+        return max(1, min(_CHUNK_ROWS, _CHUNK_POINTS // vertices))
 
     def _rows(self, values: np.ndarray, backend: str) -> np.ndarray:
+        """The point-source term row by row."""
         # out of range (-inf) as the imaging likelihood decides it: by the checks' collected
         # conditions, so that no exception is caught here and a programming error raises
         valid, _ = checked_rows(self._members, values)
         out = np.full(len(values), -np.inf)
-        for i, v in enumerate(values):
-            if not valid[i]:
-                continue
-            tracer, point = self._members([float(x) for x in v])
-            with np.errstate(all="ignore"):
-                out[i] = float(self.point_source_likelihood.log_likelihood(tracer, point, backend))
+        # a few points per kernel call: on one numba thread (waking the others costs more)
+        with _serial_when_small(1, backend):
+            for i, v in enumerate(values):
+                if not valid[i]:
+                    continue
+                tracer, point = self._members([float(x) for x in v])
+                with np.errstate(all="ignore"):
+                    log_l = self.point_source_likelihood.log_likelihood(tracer, point, backend)
+                out[i] = float(log_l)
         return out
 
     def _point_columns(self, positions: Any) -> Any:

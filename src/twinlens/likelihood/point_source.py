@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from twinlens.backend import array_module, resolve_backend
+from twinlens.backend.concrete import is_batched
 from twinlens.backend.reductions import take_min
 from twinlens.cosmology import time_delay_days
 from twinlens.fields import ValueIdentity, static_field
@@ -229,6 +230,16 @@ def _backend_for(tracer: Tracer, point_source: PointSource, backend: str | None)
     return resolve_backend(backend, *_numbers(tracer), *_numbers(point_source))
 
 
+def _source(point_source: PointSource, xp: Any) -> Any:
+    """``beta (2,)``, or ``(n_batch, 2)`` for :func:`~twinlens.backend.concrete.batched`
+    columns."""
+    cx, cy = point_source.centre
+    if is_batched(cx, cy):
+        columns = np.broadcast_arrays(*(np.asarray(c, dtype=float).reshape(-1) for c in (cx, cy)))
+        return np.stack(columns, axis=-1)
+    return xp.stack([xp.asarray(cx), xp.asarray(cy)])
+
+
 def _inverse_jacobians(tracer: Tracer, xy: Any, backend: str) -> tuple[Any, ...]:
     """At each of ``xy (n, 2)``: ``(a11, a12, a21, a22, det)`` of ``A = I - H``. All four
     entries: a multi-plane lens's ``A`` is not symmetric."""
@@ -250,12 +261,12 @@ def source_plane_chi_squared(
     xp = array_module(b)
     theta = xp.asarray(data.positions)
     beta_i = tracer.source_plane(theta, b)
-    dx = beta_i[:, 0] - point_source.centre[0]
-    dy = beta_i[:, 1] - point_source.centre[1]
+    dx = beta_i[..., 0] - point_source.centre[0]
+    dy = beta_i[..., 1] - point_source.centre[1]
     a11, a12, a21, a22, det = _inverse_jacobians(tracer, theta, b)
     ex = (a22 * dx - a12 * dy) / det
     ey = (a11 * dy - a21 * dx) / det
-    return xp.sum((ex * ex + ey * ey) / xp.asarray(data.position_sigma) ** 2)
+    return xp.sum((ex * ex + ey * ey) / xp.asarray(data.position_sigma) ** 2, axis=-1)
 
 
 @cache
@@ -279,23 +290,23 @@ def image_plane_chi_squared(
     seen (the central image of a lens shallower than isothermal, for one)."""
     b = _backend_for(tracer, point_source, backend)
     xp = array_module(b)
-    beta = xp.stack([xp.asarray(point_source.centre[0]), xp.asarray(point_source.centre[1])])
-    images = solver.solve(tracer, beta * 1.0, b)
+    images = solver.solve(tracer, _source(point_source, xp) * 1.0, b)
     n, m = data.n_images, solver.max_images
     theta = xp.asarray(data.positions)
     sigma2 = xp.asarray(data.position_sigma)[:, None] ** 2
-    d = theta[:, None, :] - images.positions[None, :, :]
-    cost = (d[..., 0] ** 2 + d[..., 1] ** 2) / sigma2  # (n, m)
+    # a batch of models (batched parameters, numba and numpy) has its batch axis in front
+    d = theta[:, None, :] - images.positions[..., None, :, :]
+    cost = (d[..., 0] ** 2 + d[..., 1] ** 2) / sigma2  # (..., n, m)
     seen = images.mask & (xp.abs(images.magnifications) >= magnification_limit)
-    cost = xp.where(seen[None, :], cost, _ABSENT)
+    cost = xp.where(seen[..., None, :], cost, _ABSENT)
     if n > m:
-        total = xp.asarray(_ABSENT) + 0.0 * xp.sum(cost)
+        total = xp.asarray(_ABSENT) + 0.0 * xp.sum(cost, axis=(-2, -1))
     elif math.perm(m, n) <= _MAX_ASSIGNMENTS:
         maps = _assignments(n, m)
-        total = take_min(xp.sum(cost[np.arange(n)[None, :], maps], axis=-1), 0, xp)
+        total = take_min(xp.sum(cost[..., np.arange(n)[None, :], maps], axis=-1), -1, xp)
     else:  # too many images to search every pairing: each observed image to its nearest
-        total = xp.sum(take_min(cost, -1, xp))
-    same_count = seen.sum() == n
+        total = xp.sum(take_min(cost, -1, xp), axis=-1)
+    same_count = seen.sum(axis=-1) == n
     return xp.where(same_count & (total < _ABSENT), total, xp.inf)
 
 
@@ -377,7 +388,7 @@ def flux_chi_squared(
     *_, det = _inverse_jacobians(tracer, xp.asarray(data.positions), b)
     model = point_source.flux / xp.abs(det)
     r = (xp.asarray(data.fluxes) - model) / xp.asarray(data.flux_sigma)
-    return xp.sum(r * r)
+    return xp.sum(r * r, axis=-1)
 
 
 def model_delays(
@@ -388,19 +399,21 @@ def model_delays(
     times, its cosmology's distances in place of ``D_dt``)."""
     b = _backend_for(tracer, point_source, backend)
     xp = array_module(b)
-    beta = xp.stack([xp.asarray(point_source.centre[0]), xp.asarray(point_source.centre[1])])
+    beta = _source(point_source, xp)
     if isinstance(tracer, MultiPlaneTracer):
         t = tracer.arrival_times(xp.asarray(data.positions), beta, b)
         if point_source.h0 is None:
-            return t[1:] - t[0]
-        return (t[1:] - t[0]) * (tracer.h0 / point_source.h0)
+            return t[..., 1:] - t[..., :1]
+        return (t[..., 1:] - t[..., :1]) * (tracer.h0 / point_source.h0)
     if point_source.h0 is not None:  # a value that would otherwise be silently unused
         raise TypeError(
             "PointSource.h0 scales a MultiPlaneTracer's delays; a single-plane lens's delays "
             "take time_delay_distance (H0 follows from it with the redshifts)"
         )
+    if beta.ndim > 1:  # one source per batch member, for its images
+        beta = beta[:, None, :]
     phi = fermat_potential(tracer, xp.asarray(data.positions), beta, b)
-    return time_delay_days(phi[1:] - phi[0], point_source.time_delay_distance)
+    return time_delay_days(phi[..., 1:] - phi[..., :1], point_source.time_delay_distance)
 
 
 def time_delay_chi_squared(
@@ -414,7 +427,7 @@ def time_delay_chi_squared(
     r = (xp.asarray(data.delays) - model_delays(tracer, point_source, data, b)) / xp.asarray(
         data.delay_sigma
     )
-    return xp.sum(r * r)
+    return xp.sum(r * r, axis=-1)
 
 
 @dataclass(frozen=True, eq=False)
