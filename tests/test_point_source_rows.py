@@ -208,3 +208,21 @@ def test_the_power_laws_batched_kernels_equal_member_by_member(shared):
         want = power_law.series_coefficients(e1[b], e2[b], slope[b])
         np.testing.assert_array_equal(coef[b, : n_terms[b]], want)
         assert not coef[b, n_terms[b] :].any()
+
+
+@pytest.mark.parametrize("given", [None, "500"])
+def test_openmp_spin_is_bounded_unless_set(given) -> None:
+    """twinlens bounds libgomp's spin (GOMP_SPINCOUNT) before numba's threads start, and keeps
+    a value the user set."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    if given is not None:
+        env["GOMP_SPINCOUNT"] = given
+    code = "import os, twinlens.kernels.compile; print(os.environ['GOMP_SPINCOUNT'])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    from twinlens.backend.numba_runtime import SPIN_COUNT
+
+    assert out.stdout.strip() == (SPIN_COUNT if given is None else given), out.stderr

@@ -13,7 +13,10 @@ Environment:
 ``NUMBA_NUM_THREADS``
     numba's own upper bound on threads; :func:`set_num_threads` chooses below it;
 ``TWINLENS_MALLOC``
-    ``system`` leaves the C allocator as it is (see :func:`keep_freed_memory`).
+    ``system`` leaves the C allocator as it is (see :func:`keep_freed_memory`);
+``GOMP_SPINCOUNT``
+    how long a waiting OpenMP thread spins before it sleeps (numba's ``omp`` threading layer):
+    set to :data:`SPIN_COUNT` on import unless already set (see there).
 """
 
 from __future__ import annotations
@@ -35,6 +38,13 @@ from twinlens.user_warnings import warn_user
 
 if TYPE_CHECKING:
     import numpy as np
+
+#: libgomp's spin before a waiting thread sleeps. Its default (300,000) keeps a core busy while
+#: a thread waits; on a machine shared with other work a parallel call then waits for cores the
+#: spinning threads hold, and two threads ran slower than one (docs/benchmarks.rst, "Point-
+#: source likelihood on one thread and two"). A user's own setting is kept.
+SPIN_COUNT = "10000"
+os.environ.setdefault("GOMP_SPINCOUNT", SPIN_COUNT)
 
 _threads: int | None = None
 _tmp_dir: str | None = None
