@@ -184,14 +184,14 @@ class Model(ValueIdentity):
         from twinlens.likelihood.cosmography import Cosmography
         from twinlens.likelihood.point_source import PointSource
 
-        for name, kind in (
-            ("point_source", PointSource),
-            ("cosmography", Cosmography),
-            ("kinematics", Anisotropy),
+        for name, kind, wanted in (
+            ("point_source", PointSource, "a PointSource"),
+            ("cosmography", Cosmography, "a Cosmography"),
+            ("kinematics", Anisotropy, "an Isotropic, ConstantBeta or OsipkovMerritt"),
         ):
             part = getattr(self, name)
             if part is not None and not isinstance(part, kind):
-                raise TypeError(f"Model.{name} cannot be a {type(part).__name__}")
+                raise TypeError(f"Model.{name} must be {wanted}, got {type(part).__name__}")
 
     # -- names ---------------------------------------------------------------------------
 
