@@ -9,7 +9,7 @@ import pytest
 
 import twinlens.kinematics as K
 from twinlens.cosmology import lens_distances
-from twinlens.kinematics.dispersion import _aperture_nodes, rule_dispersion
+from twinlens.kinematics.dispersion import _aperture_nodes, _weighted, rule_dispersion
 from twinlens.kinematics.radial_rule import _slit_fraction, aperture_rule
 
 DISTANCES = lens_distances(0.5, 2.0)
@@ -33,6 +33,33 @@ def test_rule_equals_the_two_dimensional_rule(aperture, seeing, anisotropy) -> N
     if isinstance(aperture, K.Slit):  # the point of the rule: far fewer radii
         two_d = _aperture_nodes(aperture, seeing, np)[0].size
         assert rule[0].size * 10 < two_d
+
+
+@pytest.mark.parametrize(
+    ("mass", "light"),
+    [
+        (K.MassSum((K.PowerLawMass(0.9, 2.0), K.NFWMass(0.1, 6.0))), K.Hernquist(0.6)),
+        (K.PowerLawMass(1.1, 2.2), K.SersicLight(0.9, 4.0)),
+        (K.PowerLawMass(1.1, 1.7), K.Hernquist(0.2)),
+        (K.PowerLawMass(1.1, 2.4), K.Hernquist(3.0)),
+    ],
+    ids=["stars+halo", "sersic", "shallow-compact", "steep-wide"],
+)
+def test_rule_on_the_general_sums_and_extreme_profiles(mass, light) -> None:
+    """The rule's fewer line-of-sight nodes (RULE_N_Y) against the two-dimensional rule's
+    160, on the general path (a sum of masses, Sersic light) and on compact and wide light.
+    A de Vaucouleurs cusp (n = 4, its smallest Gaussians far inside the central panels) is
+    where the two aperture rules differ most: 4e-10, the same with 96 nodes or 160."""
+    aperture, seeing = K.Slit(1.0, 0.81), K.GaussianSeeing(0.7)
+    tolerance = 1e-9 if isinstance(light, K.SersicLight) else 1e-11
+    rule = aperture_rule(aperture, seeing)
+    for anisotropy in (K.OsipkovMerritt(0.5), K.ConstantBeta(-0.3)):
+        want = K.velocity_dispersion(mass, light, anisotropy, aperture, DISTANCES, seeing)
+        got = rule_dispersion(rule, mass, light, anisotropy, DISTANCES, "numpy")
+        assert got == pytest.approx(want, rel=tolerance)
+        radii, weights = rule  # the line of sight alone: 96 nodes against 160, same rule
+        full = _weighted(radii, weights, mass, light, anisotropy, DISTANCES, "numpy", 160)
+        assert got == pytest.approx(full, rel=1e-12)
 
 
 def test_rule_weights_integrate_the_window() -> None:

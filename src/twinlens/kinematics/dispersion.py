@@ -76,8 +76,11 @@ def _check_rates(mass: Mass, light: Any, anisotropy: Anisotropy) -> None:
         )
 
 
-def _general_call(radius: Any, mass: Mass, light: Any, anisotropy: Anisotropy, backend: str):
-    """``(sigma^2 I / mass_unit, I)`` by :func:`general.radial_sums` (any mass and light)."""
+def _general_call(
+    radius: Any, mass: Mass, light: Any, anisotropy: Anisotropy, backend: str, n_y: int
+):
+    """``(sigma^2 I / mass_unit, I)`` by :func:`general.radial_sums` (any mass and light),
+    ``n_y`` nodes along the line of sight."""
     xp = array_module(backend)
     radius = xp.asarray(radius, dtype=float)
     flat = radius.reshape(-1)
@@ -109,22 +112,28 @@ def _general_call(radius: Any, mass: Mass, light: Any, anisotropy: Anisotropy, b
         growth = mass.growth()
         big_y = jeans.line_of_sight_range(flat, 3.0 - growth, a, p, q, _extra(anisotropy))
     s2i, inten = general.radial_sums(
-        flat, big_y, nu, lambda r: mass.enclosed(r, backend), kind, par, xp
+        flat, big_y, nu, lambda r: mass.enclosed(r, backend), kind, par, xp, n_y
     )
     return s2i.reshape(radius.shape), inten.reshape(radius.shape)
 
 
 def _profile(
-    radius: Any, mass: Mass, light: Any, anisotropy: Anisotropy, unit: Any, backend: str
+    radius: Any,
+    mass: Mass,
+    light: Any,
+    anisotropy: Anisotropy,
+    unit: Any,
+    backend: str,
+    n_y: int = jeans.N_Y,
 ) -> tuple[Any, Any]:
     """``(sigma^2 I, I)``, km^2/s^2 times light and light: the power law's per-point kernels
-    where they apply, else the general sums."""
+    where they apply, else the general sums; ``n_y`` nodes along the line of sight."""
     if isinstance(mass, PowerLawMass | PointMass) and hasattr(light, "shape"):
-        s2i, inten = _kernel_call(radius, mass, light, anisotropy, backend)
+        s2i, inten = _kernel_call(radius, mass, light, anisotropy, backend, n_y)
         norm = light.shape()[3]
         xp = array_module(backend)
         return s2i * (norm * unit * _mass_scale(mass, xp)), inten * norm
-    s2i, inten = _general_call(radius, mass, light, anisotropy, backend)
+    s2i, inten = _general_call(radius, mass, light, anisotropy, backend, n_y)
     return s2i * unit, inten
 
 
@@ -136,17 +145,22 @@ def _mass_scale(mass: PowerLawMass | PointMass, xp: Any) -> Any:
 
 
 def _kernel_call(
-    radius: Any, mass: PowerLawMass | PointMass, light: Any, anisotropy: Anisotropy, backend: str
+    radius: Any,
+    mass: PowerLawMass | PointMass,
+    light: Any,
+    anisotropy: Anisotropy,
+    backend: str,
+    n_y: int = jeans.N_Y,
 ):
     a, p, q, _ = light.shape()
     head = (mass.slope(), a, p, q)
     xp = array_module(backend)
     extra: tuple[Any, ...]
     if isinstance(anisotropy, ConstantBeta):
-        nodes = jeans.constant_beta_nodes()
+        nodes = jeans.constant_beta_nodes(n_y)
         kernel, extra = jeans.CONSTANT_BETA, (anisotropy.beta,)
     else:
-        nodes = jeans.gauss_legendre_unit(jeans.N_Y)
+        nodes = jeans.gauss_legendre_unit(n_y)
         if isinstance(anisotropy, OsipkovMerritt):
             kernel, extra = jeans.OSIPKOV_MERRITT, (anisotropy.r_ani,)
         elif isinstance(anisotropy, Isotropic):
@@ -254,14 +268,21 @@ def velocity_dispersion(
 
 def _weighted(
     radii: Any, weights: Any, mass: Any, light: Any, anisotropy: Anisotropy, distances: Any,
-    backend: str,
+    backend: str, n_y: int = jeans.N_Y,
 ) -> Any:  # fmt: skip
     """``sqrt(sum w sigma^2 I / sum w I)`` over a rule's radii, km/s."""
     xp = array_module(backend)
     unit = jeans.mass_unit(distances.d_s, distances.d_ds)
-    s2i, inten = _profile(radii, mass, light, anisotropy, unit, backend)
+    s2i, inten = _profile(radii, mass, light, anisotropy, unit, backend, n_y)
     out = xp.sqrt(xp.sum(weights * s2i) / xp.sum(weights * inten))
     return float(out) if backend != "jax" else out
+
+
+#: Gauss-Legendre nodes along the line of sight on an aperture's radial rule: fewer than a
+#: single radius's :data:`~twinlens.kinematics.jeans.N_Y`, as the light-weighted sum over an
+#: aperture gives little weight to the radii that need more (tests/test_kinematics_rule.py
+#: holds the rule to the two-dimensional rule's 160 nodes)
+RULE_N_Y = 96
 
 
 def rule_dispersion(
@@ -273,13 +294,14 @@ def rule_dispersion(
     backend: str | None = None,
 ) -> Any:
     """:func:`velocity_dispersion` on a fixed aperture's radial rule
-    (:func:`~twinlens.kinematics.radial_rule.aperture_rule`): the same value, from a few
-    hundred radii, for a likelihood that evaluates one aperture many times."""
+    (:func:`~twinlens.kinematics.radial_rule.aperture_rule`) with :data:`RULE_N_Y` nodes along
+    the line of sight: the same value, from a few hundred radii, for a likelihood that
+    evaluates one aperture many times."""
     _check_rates(mass, light, anisotropy)
     backend = resolve_backend(backend, *_leaves(mass, light, anisotropy))
     xp = array_module(backend)
     radii, weights = (xp.asarray(a) for a in rule)
-    return _weighted(radii, weights, mass, light, anisotropy, distances, backend)
+    return _weighted(radii, weights, mass, light, anisotropy, distances, backend, RULE_N_Y)
 
 
 __all__ = ["projected_dispersion", "rule_dispersion", "velocity_dispersion"]

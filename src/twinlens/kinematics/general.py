@@ -119,12 +119,19 @@ def anisotropy_factor(y: Any, radius: Any, kind: str, par: Any, xp: Any) -> Any:
 
 
 def radial_sums(
-    radius: Any, big_y: Any, nu: Any, enclosed: Any, kind: str, par: Any, xp: Any
+    radius: Any,
+    big_y: Any,
+    nu: Any,
+    enclosed: Any,
+    kind: str,
+    par: Any,
+    xp: Any,
+    n_y: int = jeans.N_Y,
 ) -> tuple[Any, Any]:
     """``(sigma^2 I / mass_unit, I)`` at projected radii ``radius`` (1D), the line of sight cut
-    at ``y = big_y`` (per radius); ``nu(r)`` and ``enclosed(r) = G M / mass_unit`` act on
-    arrays of ``r`` of any shape."""
-    z, w = (xp.asarray(a) for a in jeans.gauss_legendre_unit(jeans.N_Y))
+    at ``y = big_y`` (per radius, ``n_y`` nodes); ``nu(r)`` and ``enclosed(r) = G M /
+    mass_unit`` act on arrays of ``r`` of any shape."""
+    z, w = (xp.asarray(a) for a in jeans.gauss_legendre_unit(n_y))
     big_y = big_y[..., None]
     y = big_y * z
     r = radius[..., None] * xp.cosh(y)
