@@ -451,7 +451,7 @@ class CosmographyLikelihood(ValueIdentity):
         if backend == "jax":
             chunks = [values[i : i + JAX_CHUNK] for i in range(0, len(values), JAX_CHUNK)]
             return np.concatenate([self._jax_chunk(c) for c in chunks])
-        valid, (cosmography, _) = checked_rows(self._parts, values)
+        valid, _ = checked_rows(self._parts, values)  # the rows inside every range
         safe = np.where(valid[:, None], values, self.reference[None, :])
         cosmography = self._parts([c for c in safe.T])[0]
         with np.errstate(all="ignore"):
