@@ -226,3 +226,23 @@ def test_openmp_spin_is_bounded_unless_set(given) -> None:
     from twinlens.backend.numba_runtime import SPIN_COUNT
 
     assert out.stdout.strip() == (SPIN_COUNT if given is None else given), out.stderr
+
+
+def test_chunk_size_sets_the_rows_per_batch(monkeypatch):
+    """``batch(..., chunk_size=n)`` scores the point-source term ``n`` rows at a time (the
+    chunks seen by the batch builder), with the same numbers; a bad value is named."""
+    joint = _quad()
+    rows = _rows(joint, 7, 2)
+    default = joint.batch(rows, "numba")
+    seen: list[int] = []
+    build = joint_module.batch_of_models
+
+    def counting(members, chunk, reference):
+        seen.append(len(chunk))
+        return build(members, chunk, reference)
+
+    monkeypatch.setattr(joint_module, "batch_of_models", counting)
+    np.testing.assert_array_equal(joint.batch(rows, "numba", chunk_size=3), default)
+    assert seen == [3, 3, 1]
+    with pytest.raises(ValueError, match="chunk_size must be an integer >= 1"):
+        joint.batch(rows, "numba", chunk_size=0)

@@ -200,7 +200,9 @@ class JointLikelihood(ValueIdentity):
         """``log L`` of each row of ``vectors (n_batch, n_params)``, ``(n_batch,)``.
         ``settings`` (``memory_budget``, ``chunk_size``, ``progress``) go to the imaging
         likelihood's batches (with images that move, ``chunk_size`` alone: the rows per
-        rendering of their images). JAX ``vectors`` give ``jax.vmap`` of
+        rendering of their images); on numba ``chunk_size`` is also the rows per batch of the
+        point-source term (default: about ``_CHUNK_POINTS`` grid vertices, at most
+        ``_CHUNK_ROWS`` rows). JAX ``vectors`` give ``jax.vmap`` of
         :meth:`jax_log_likelihood`, traceable as a whole."""
         if any_jax(vectors):
             resolve_backend(backend, vectors)
@@ -215,13 +217,13 @@ class JointLikelihood(ValueIdentity):
                 ]
             )
         else:
-            out = self._point_source_rows(values, backend)
+            chunk = settings.get("chunk_size")
+            if chunk is not None and not (isinstance(chunk, int) and chunk >= 1):
+                raise ValueError(f"chunk_size must be an integer >= 1, got {shown(chunk)}")
+            out = self._point_source_rows(values, backend, chunk)
             imaging = self.imaging
             if imaging is not None and self.point_source_likelihood.images_move:
-                chunk = settings.get("chunk_size")
                 chunk = NUMBA_CHUNK if chunk is None else chunk
-                if not (isinstance(chunk, int) and chunk >= 1):
-                    raise ValueError(f"chunk_size must be an integer >= 1, got {shown(chunk)}")
                 out = out + self._imaging_rows_with_moving_images(imaging, values, backend, chunk)
             elif imaging is not None:
                 columns = self._tracer_columns
@@ -231,7 +233,9 @@ class JointLikelihood(ValueIdentity):
                     out = out + imaging(imaging.reference, backend)
         return finite_or_minus_inf(np.asarray(out, dtype=float))
 
-    def _point_source_rows(self, values: np.ndarray, backend: str) -> np.ndarray:
+    def _point_source_rows(
+        self, values: np.ndarray, backend: str, chunk: int | None = None
+    ) -> np.ndarray:
         """The point-source term of each row. On numba a chunk of rows at a time, as one
         batch of models (their parameters :func:`~twinlens.backend.concrete.batched`
         columns): one set of kernel calls per step of the image solver serves the whole
@@ -240,7 +244,7 @@ class JointLikelihood(ValueIdentity):
         if backend != "numba" or isinstance(self.model, MultiPlaneTracer):
             return self._rows(values, backend)
         out = np.full(len(values), -np.inf)
-        size = self._rows_per_chunk
+        size = self._rows_per_chunk if chunk is None else chunk
         for s in range(0, len(values), size):
             rows = values[s : s + size]
             ok, (tracer, point) = batch_of_models(self._members, rows, self.reference)
