@@ -313,6 +313,10 @@ def _store(outs: list[str], call: str, index: str, assign: str, indent: str) -> 
 #: points per block of the generated loops that work block by block (component kernels, a
 #: tracer's fused loop): a block's intermediate arrays stay in the L1 cache
 BLOCK = 512
+#: a component kernel's small loops (below ``BLOCK * 32`` terms, points times components) split
+#: into up to ``SMALL_BLOCKS`` blocks of at least ``SPLIT_TERMS`` terms: smaller shares cost
+#: more to hand to a thread than they save
+SMALL_BLOCKS, SPLIT_TERMS = 4, 2048
 
 
 def numba_source(kernel: _Kernel) -> str:
@@ -354,8 +358,12 @@ def numba_source(kernel: _Kernel) -> str:
     if kernel.components:
         # many components: blocks of about BLOCK * 32 terms (points times components), equal
         # in size, so that a few points with many components still make several blocks for
-        # the threads; never more than BLOCK points
-        body.append(f"    chunks = -(-(n * {comps[0]}.shape[0]) // {BLOCK * 32})")
+        # the threads, and up to SMALL_BLOCKS of at least SPLIT_TERMS terms below that (the
+        # thread count cannot be read here: a loop that reads it is not cached); never more
+        # than BLOCK points
+        body.append(f"    terms = n * {comps[0]}.shape[0]")
+        body.append(f"    chunks = -(-terms // {BLOCK * 32})")
+        body.append(f"    chunks = max(chunks, min({SMALL_BLOCKS}, terms // {SPLIT_TERMS}))")
         body.append(f"    size = max(16, min({BLOCK}, -(-n // max(1, chunks))))")
         size = "size"
     body.append(f"    for blk in prange((n + {size} - 1) // {size}):")
