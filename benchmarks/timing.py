@@ -3,6 +3,7 @@ time beside wall time, and the machine's load average on every JSON line."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -182,3 +183,26 @@ def cases_main(
         lines += run_case_in_fresh_process(script, workload, case, args.quick)
     summarise(lines)
     emit(workload=workload, case="total", seconds=time.perf_counter() - started)
+
+
+def side_by_side_arguments(
+    description: str, rounds: int, batch: int, batch_help: str
+) -> argparse.ArgumentParser:
+    """The options every side-by-side benchmark shares: ``--rounds``, ``--batch``,
+    ``--no-peers`` and ``--no-jax``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rounds", type=int, default=rounds, help="alternating timing rounds")
+    parser.add_argument("--batch", type=int, default=batch, help=batch_help)
+    parser.add_argument("--no-peers", action="store_true", help="ours only")
+    parser.add_argument("--no-jax", action="store_true", help="numba only")
+    return parser
+
+
+def row_head(row: dict, digits: int) -> str:
+    """A table line's first columns: the line's name, its median and least ms per
+    evaluation (``digits`` decimals) and its first call's seconds."""
+    width = digits + 6
+    return (
+        f"{row['name']:28s} {row['ms_per_eval']:{width}.{digits}f} "
+        f"{row['ms_per_eval_min']:{width}.{digits}f} {row['first_call_s']:8.2f}"
+    )

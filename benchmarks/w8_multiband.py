@@ -51,7 +51,6 @@ Run from the repository root with the package importable, in an environment with
 
 from __future__ import annotations
 
-import argparse
 import copy
 import importlib.util
 import itertools
@@ -67,7 +66,7 @@ import imaging_peers
 import numba
 import numpy as np
 from peers import version
-from timing import block, emit, threading_layer
+from timing import block, emit, row_head, side_by_side_arguments, threading_layer
 from workloads import (
     NOISE_SIGMA,
     SOURCE_INTENSITY,
@@ -317,20 +316,13 @@ def table(rows: list[dict], ratios: dict[str, dict[str, float]]) -> str:
     for r in rows:
         ratio = ratios.get(r["name"], {}).get(PEER_KEY)
         shown = f"{ratio:10.2f}" if ratio is not None else f"{'':10s}"
-        lines.append(
-            f"{r['name']:28s} {r['ms_per_eval']:9.3f} {r['ms_per_eval_min']:9.3f} "
-            f"{r['first_call_s']:8.2f} {shown}"
-        )
+        lines.append(f"{row_head(r, 3)} {shown}")
     return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=8, help="alternating timing rounds")
-    parser.add_argument("--batch", type=int, default=64, help="vectors per batch")
-    parser.add_argument("--no-peers", action="store_true", help="ours only")
-    parser.add_argument("--no-jax", action="store_true", help="numba only")
-    args = parser.parse_args()
+    title = __doc__.splitlines()[0]
+    args = side_by_side_arguments(title, 8, 64, "vectors per batch").parse_args()
     like = w8_likelihood()
     vectors = perturbed(like, N_VECTORS)
     stack = perturbed(like, args.batch, seed=args.batch)

@@ -37,7 +37,6 @@ Run from the repository root with the package importable, in an environment with
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import itertools
 import statistics
@@ -48,7 +47,14 @@ from typing import Any
 import numba
 import numpy as np
 from peers import version
-from timing import block, emit, load_average, threading_layer
+from timing import (
+    block,
+    emit,
+    load_average,
+    row_head,
+    side_by_side_arguments,
+    threading_layer,
+)
 
 import twinlens.kinematics as K
 from twinlens.cosmology import lens_distances
@@ -245,20 +251,13 @@ def table(rows: list[dict], ratios: dict[str, dict[str, float]], rms: dict[str, 
         acc = f"{rms[r['name']]:9.1e}" if r["name"] in rms else f"{'':9s}"
         ratio = ratios.get(r["name"], {})
         shown = "".join(f" {ratio[n]:10.1f}" if n in ratio else f" {'':10s}" for n in GALKIN)
-        lines.append(
-            f"{r['name']:28s} {r['ms_per_eval']:10.4f} {r['ms_per_eval_min']:10.4f} "
-            f"{r['first_call_s']:8.2f} {acc}{shown}"
-        )
+        lines.append(f"{row_head(r, 4)} {acc}{shown}")
     return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5, help="alternating timing rounds")
-    parser.add_argument("--batch", type=int, default=1024, help="anisotropy radii per vmap")
-    parser.add_argument("--no-peers", action="store_true", help="ours only")
-    parser.add_argument("--no-jax", action="store_true", help="numba only")
-    args = parser.parse_args()
+    title = __doc__.splitlines()[0]
+    args = side_by_side_arguments(title, 5, 1024, "anisotropy radii per vmap").parse_args()
     values = r_ani_values(N_VALUES)
     lines: dict[str, Line] = {
         "twinlens numba": numba_line(values),
