@@ -332,3 +332,29 @@ def test_composite_mass_is_the_sum_of_its_parts() -> None:
     aperture = K.CircularAperture(0.8)
     want = K.velocity_dispersion(mass, K.Hernquist(0.6), K.Isotropic(), aperture, d, None, "numpy")
     assert got == pytest.approx(np.sqrt(0.9 * 0.95) * want, rel=1e-10)
+
+
+def test_each_lens_profile_maps_to_its_spherical_mass() -> None:
+    """A point mass, an isothermal profile (slope 2) and an NFW become the kinematics' own;
+    a profile without a mass scale is named."""
+    from twinlens.lensing.tracer import Galaxy, Tracer
+    from twinlens.mass import NFW, SIE, ExternalShear, PointMass
+
+    profiles = (
+        PointMass((0.0, 0.0), 0.3),
+        SIE((0.0, 0.0), (0.1, 0.0), 1.1),
+        NFW((0.0, 0.0), (0.0, 0.0), 0.12, 5.0),
+        ExternalShear(0.01, 0.0),
+    )
+    tracer = Tracer(Galaxy(mass=profiles), Galaxy())
+    kin = VelocityDispersionData(
+        250.0, 8.0, apertures=K.CircularAperture(0.8), light=K.Hernquist(0.6),
+        mass=("lenses[0].mass[0]", "lenses[0].mass[1]", "lenses[0].mass[2]"),
+    )  # fmt: skip
+    masses = kin.model_mass(tracer).masses
+    assert masses == (K.PointMass(0.3), K.PowerLawMass(1.1, 2.0), K.NFWMass(0.12, 5.0))
+    with pytest.raises(ValueError, match="ExternalShear"):
+        VelocityDispersionData(
+            250.0, 8.0, apertures=K.CircularAperture(0.8), light=K.Hernquist(0.6),
+            mass="lenses[0].mass[3]",
+        ).model_mass(tracer)  # fmt: skip

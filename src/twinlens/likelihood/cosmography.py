@@ -69,6 +69,8 @@ from twinlens.model.paths import (
     set_paths,
 )
 from twinlens.profiles.checks import check_positive, check_range
+from twinlens.profiles.nfw import NFW
+from twinlens.profiles.simple import PointMass as LensPointMass
 
 __all__ = ["Cosmography", "CosmographyLikelihood", "VelocityDispersionData"]
 
@@ -239,12 +241,12 @@ class VelocityDispersionData(ValueIdentity):
             profile = get_path(tracer, path)
         except (KeyError, IndexError, AttributeError):
             profile = None
-        name = type(profile).__name__
-        if name == "PointMass":
+        if isinstance(profile, LensPointMass):
             return PointMass(profile.einstein_radius)
-        if name == "NFW":
+        if isinstance(profile, NFW):
             return NFWMass(profile.kappa_s, profile.scale_radius)
         if not hasattr(profile, "einstein_radius"):
+            name = type(profile).__name__
             what = "nothing" if profile is None else f"an object of type {name}"
             raise ValueError(
                 f"VelocityDispersionData.mass: {path!r} names {what}: the Jeans model takes a "
