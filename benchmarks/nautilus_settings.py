@@ -7,7 +7,9 @@ that a faster setting can be checked for equal quality.
     python benchmarks/nautilus_settings.py [--settings JSON ...]
 
 The default settings are the example's (150 live points, one network) and the levers tried for
-issue 40: ``n_like_new_bound``, ``split_threshold``, smaller networks, fewer live points. The
+issue 40: ``n_like_new_bound``, ``split_threshold``, smaller networks, fewer live points. A
+setting ``"ellipsoids": "compiled"`` runs nautilus with twinlens' compiled ellipsoids
+(:mod:`twinlens.search.ellipsoids`, as ``twinlens fit`` does); without it nautilus's own. The
 example's data are written once into a temporary folder; ``n_eff`` is 1000, seed 1.
 """
 
@@ -17,15 +19,18 @@ import argparse
 import json
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 
 from twinlens.job.config import load_config
 from twinlens.job.example import write_example
+from twinlens.search.ellipsoids import compiled_ellipsoids
 
 DEFAULT_SETTINGS = (
     {"n_live": 150, "n_networks": 1},
+    {"n_live": 150, "n_networks": 1, "ellipsoids": "compiled"},
     {"n_live": 150, "n_networks": 1, "n_like_new_bound": 4500},
     {"n_live": 150, "n_networks": 1, "split_threshold": 10000},
     {"n_live": 150, "n_networks": 1, "neural_network_kwargs": {"hidden_layer_sizes": [32, 16]}},
@@ -46,11 +51,14 @@ def run(objective: object, settings: dict) -> dict:
         count[0] += len(x)
         return np.asarray(objective.log_likelihood(x), dtype=float)
 
+    options = {k: v for k, v in settings.items() if k != "ellipsoids"}
+    compiled = settings.get("ellipsoids", "nautilus") == "compiled"
     t0 = time.perf_counter()
     sampler = nautilus.Sampler(
-        prior, likelihood, n_dim=objective.n_params, vectorized=True, seed=1, **settings
+        prior, likelihood, n_dim=objective.n_params, vectorized=True, seed=1, **options
     )
-    sampler.run(n_eff=1000, verbose=False, f_live=0.01, discard_exploration=False)
+    with compiled_ellipsoids(nautilus) if compiled else nullcontext():
+        sampler.run(n_eff=1000, verbose=False, f_live=0.01, discard_exploration=False)
     wall = time.perf_counter() - t0
     points = sampler.posterior(equal_weight=True)[0]
     lo, med, hi = np.percentile(points, [16, 50, 84], axis=0)
