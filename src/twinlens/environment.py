@@ -8,6 +8,7 @@ The variables (see docs/backends.rst and docs/memo.rst):
 * ``TWINLENS_JAX_CACHE_MAX_MB``, ``TWINLENS_MEMO_MAX_MB``: megabytes, a finite number >= 0;
 * ``TWINLENS_VMAP_WIDTH``: an integer >= 1;
 * ``TWINLENS_MALLOC``: ``system``, or unset;
+* ``TWINLENS_NAUTILUS_ELLIPSOIDS``: ``compiled`` or ``nautilus``;
 * ``TWINLENS_CACHE_DIR``, ``TWINLENS_JAX_CACHE_DIR``: folders (any path).
 
 An unset or empty variable takes its default. Any other value outside the allowed ones raises

@@ -83,7 +83,7 @@ class Nautilus(Search):
     finished run asked for more samples goes on from where it stopped.
 
     While it runs, nautilus fits its ellipsoids with the compiled copy of its own algorithm
-    (:mod:`twinlens.search.ellipsoids`): the same samples, in less time.
+    (:mod:`twinlens.search.ellipsoids`): its ellipsoids to rounding, in a fraction of the time.
 
     Inside :func:`~twinlens.search.stopping.stop_on_signals` (as ``twinlens fit`` runs it) a
     first SIGINT or SIGTERM stops the run after the batch in flight, with the checkpoint
