@@ -66,8 +66,8 @@ def _parts(like: Any) -> dict[str, tuple[Callable[[Any], Any], np.ndarray]]:
     }
 
 
-def _time(jax: Any, name: str, form: str, fn: Callable[[Any], Any], v: np.ndarray) -> None:
-    """One line: trace and lower, XLA's compile, then the steady calls."""
+def _time(jax: Any, name: str, form: str, fn: Callable[[Any], Any], v: np.ndarray) -> np.ndarray:
+    """One line: trace and lower, XLA's compile, then the steady calls; returns the result."""
     f = jax.jit(jax.grad(fn)) if form == "grad" else jax.jit(fn)
     x = jax.numpy.asarray(v)
     t0 = time.perf_counter()
@@ -86,6 +86,7 @@ def _time(jax: Any, name: str, form: str, fn: Callable[[Any], Any], v: np.ndarra
         **timing,
         finite=bool(np.all(np.isfinite(out))),
     )
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--quick", action="store_true", help="the parts only, not the joint")
     parser.add_argument("--no-value", action="store_true", help="time the gradients only")
+    parser.add_argument("--save", help="write each result to this .npz (to compare two trees)")
     args = parser.parse_args(argv)
     jax = jax_runtime.load()
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,10 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     parts = _parts(like)
     names = [p for p in args.parts if not (args.quick and p == "joint")]
     forms = ("grad",) if args.no_value else ("value", "grad")
+    results = {}
     for name in names:
         fn, v = parts[name]
         for form in forms:
-            _time(jax, name, form, fn, v)
+            results[f"{name}_{form}"] = _time(jax, name, form, fn, v)
+    if args.save:
+        np.savez(args.save, **results)
     return 0
 
 

@@ -217,6 +217,35 @@ def _newton(
     return x, y, clips <= _MAX_CLIPPED
 
 
+def _without_derivatives(tracer: Tracer) -> Tracer:
+    """``tracer`` with each JAX parameter under ``stop_gradient``; plain numbers stay as they
+    are (a concrete parameter still picks its branch)."""
+    import jax
+
+    def stop(value: Any) -> Any:
+        return jax.lax.stop_gradient(value) if isinstance(value, jax.Array) else value
+
+    return jax.tree_util.tree_map(stop, tracer)
+
+
+def _root_derivatives(
+    tracer: Tracer, x: Any, y: Any, sx: Any, sy: Any, solver: Settings, xp: Any
+) -> tuple[Any, Any]:
+    """Roots ``(x, y)`` of the lens equation, found without derivatives, given the implicit
+    function theorem's: the same values, with the derivatives of one Newton step taken from
+    them. At a root the step's derivative is ``A^-1 (d beta + d alpha(theta))`` at fixed
+    ``theta``, the theorem's exactly: the derivatives of ``A^-1`` multiply the zero residual."""
+    import jax
+
+    x0, y0 = jax.lax.stop_gradient(x), jax.lax.stop_gradient(y)
+    max_step = _MAX_STEP_CELLS * solver.spacing  # never reached at a root
+    nx, ny, _, _ = _newton_step(tracer, x0, y0, sx, sy, max_step, "jax", xp)
+    # x0 + (n - n) is x0 to the bit, with n's derivative (0 where the step is not finite)
+    dx = xp.where(xp.isfinite(nx), nx - jax.lax.stop_gradient(nx), 0.0)
+    dy = xp.where(xp.isfinite(ny), ny - jax.lax.stop_gradient(ny), 0.0)
+    return x0 + dx, y0 + dy
+
+
 def _newton_rows(
     tracer: Tracer,
     x: np.ndarray,
