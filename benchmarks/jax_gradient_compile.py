@@ -4,7 +4,7 @@ image-plane positions of a quad, delays) and its parts, each as ``jax.jit`` of t
 (``.compile()``), then the compiled program's steady time per call.
 
     python benchmarks/jax_gradient_compile.py                 # every part, value and gradient
-    python benchmarks/jax_gradient_compile.py --parts joint --no-value
+    python benchmarks/jax_gradient_compile.py --parts joint --forms grad
     python benchmarks/jax_gradient_compile.py --quick         # the parts, not the whole
 
 The parts: ``joint`` (the example's likelihood, ``like(v)`` on a JAX array), ``point_source``
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--quick", action="store_true", help="the parts only, not the joint")
-    parser.add_argument("--no-value", action="store_true", help="time the gradients only")
+    parser.add_argument("--forms", nargs="+", choices=("value", "grad"), default=["value", "grad"])
     parser.add_argument("--save", help="write each result to this .npz (to compare two trees)")
     args = parser.parse_args(argv)
     jax = jax_runtime.load()
@@ -101,11 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         like = load_config(write_timedelay_example(Path(tmp))).objective("jax").likelihood
     parts = _parts(like)
     names = [p for p in args.parts if not (args.quick and p == "joint")]
-    forms = ("grad",) if args.no_value else ("value", "grad")
     results = {}
     for name in names:
         fn, v = parts[name]
-        for form in forms:
+        for form in args.forms:
             results[f"{name}_{form}"] = _time(jax, name, form, fn, v)
     if args.save:
         np.savez(args.save, **results)

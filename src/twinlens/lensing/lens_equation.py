@@ -21,10 +21,9 @@ The method, the same on every backend:
    curve) and ``parity = sign(det A)`` (+1 for minima and maxima, -1 for saddle points).
 
 On JAX the images' derivatives (with respect to the lens and the source) are the implicit
-function theorem's, ``d theta = A^-1 (d beta + d alpha(theta))`` at fixed ``theta``: the
-search and the steps run without derivatives, then one Newton step taken from each root gives
-its derivative and leaves its value as it is. Reverse mode then costs one step, not a pass back
-through every step and the mapped grid.
+function theorem's, ``d theta = A^-1 (d beta + d alpha)`` with ``d alpha`` at fixed ``theta``
+(``jax.custom_jvp``, every order): the search and the steps run without derivatives, so that
+reverse mode does not run back through every step and the mapped grid.
 
 Images are returned in grid order (by the first triangle that found them, rows of increasing
 ``y``, then increasing ``x``), padded to ``max_images`` with a mask, on every backend: one shape
@@ -493,7 +492,7 @@ def _solve_jax(solver: ImageSolver, tracer: Tracer, source: Any) -> Images:
             t.reshape(-1, 6)[index], image[blocks].reshape(-1, 6)[index], sx, sy, jnp
         )
         x, y, alive = _newton(fixed, x0, y0, sx, sy, solver, "jax", jnp)
-        x, y = _root_derivatives(tracer, x, y, source[0], source[1], solver, jnp)
+        x, y = _root_derivatives(tracer, x, y, source[0], source[1])
         searched_all = (n_in_box <= kb) & (count <= k)
         packed = _finish(tracer, x, y, sx, sy, valid & alive, searched_all, solver, "jax", jnp)
         return Images(*packed)
