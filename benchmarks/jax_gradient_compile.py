@@ -9,8 +9,9 @@ image-plane positions of a quad, delays) and its parts, each as ``jax.jit`` of t
 
 The parts: ``joint`` (the example's likelihood, ``like(v)`` on a JAX array), ``point_source``
 (the point-source term alone: positions and delays), ``positions`` (the image-plane positional
-chi^2 alone), ``delays`` (the delay chi^2 alone) and ``imaging`` (the imaging term alone, on
-the lens and host parameters). One JSON line per part and form (value or gradient): ``lower_s``,
+chi^2 alone), ``solver`` (the image solver alone: a weighted sum of the image positions),
+``delays`` (the delay chi^2 alone) and ``imaging`` (the imaging term alone, on the lens and
+host parameters). One JSON line per part and form (value or gradient): ``lower_s``,
 ``compile_s``, ``median_ms`` and ``min_ms``. JAX's on-disk cache is off unless
 ``TWINLENS_JAX_CACHE_DIR`` is set; leave it unset to measure the compile.
 """
@@ -32,7 +33,7 @@ from twinlens.job.config import load_config
 from twinlens.job.timedelay import write_timedelay_example
 from twinlens.likelihood.point_source import image_plane_chi_squared, time_delay_chi_squared
 
-PARTS = ("joint", "point_source", "positions", "delays", "imaging")
+PARTS = ("joint", "point_source", "positions", "solver", "delays", "imaging")
 
 
 def _parts(like: Any) -> dict[str, tuple[Callable[[Any], Any], np.ndarray]]:
@@ -53,6 +54,14 @@ def _parts(like: Any) -> dict[str, tuple[Callable[[Any], Any], np.ndarray]]:
             tracer, point, psl.data, psl.solver, "jax", psl.magnification_limit
         )
 
+    def solver(v: Any) -> Any:
+        # the image solver alone: a weighted sum of the image positions
+        jnp = jax_runtime.load().numpy
+        tracer, point = members(v)
+        images = psl.solver.solve(tracer, jnp.stack(point.centre) * 1.0, "jax")
+        weights = jnp.arange(1.0, 1.0 + images.positions.size).reshape(images.positions.shape)
+        return jnp.sum(jnp.where(images.mask[:, None], images.positions, 0.0) * weights)
+
     def delays(v: Any) -> Any:
         return time_delay_chi_squared(*members(v), psl.data, "jax")
 
@@ -61,6 +70,7 @@ def _parts(like: Any) -> dict[str, tuple[Callable[[Any], Any], np.ndarray]]:
         "joint": (like, start),
         "point_source": (point_source, start),
         "positions": (positions, start),
+        "solver": (solver, start),
         "delays": (delays, start),
         "imaging": (imaging, imaging.reference),
     }

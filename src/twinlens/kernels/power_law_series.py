@@ -10,9 +10,9 @@ holds its non-zero coefficients, or a scan (:func:`horner_jax`).
 with every partial sum kept and, for coefficients that depend on a traced slope, one reduction
 over the points per coefficient; XLA compiles that program in a time that grows faster than
 the number of terms, and a traced ellipticity's program holds every branch's chains
-(:doc:`benchmarks`, "JAX gradients of the power law"). The power law's JAX kernels therefore
-pass the series as :class:`SeriesOfSlope` (the coefficients as a function of the slope), whose
-derivative is given in closed form::
+(:ref:`jax-gradients-timedelay`). The power law's JAX kernels therefore pass the series as
+:class:`SeriesOfSlope` (the coefficients as a function of the slope), whose derivative is
+given in closed form::
 
     dF = F'(Z) dZ + dF/dslope dslope,
     F'(Z) = sum_k (k + 1) c_{k+1} Z^k,    dF/dslope = sum_k (dc_k / dslope) Z^k,
