@@ -17,9 +17,8 @@ SIE, round NFW and power law are each centred on a sub-pixel:
 Before the fix the round NFW's centre gradient was NaN, the SIE's ~1e32 and the power law's
 that of a stand-in value.
 
-The default run keeps the power law's ellipticity and slope fixed: traced, they make JAX compile
-the gradient of the 256-term series (35 s on 2 cores). The slow run frees them too, at three
-slopes.
+The default run keeps the power law's ellipticity and slope fixed; the slow run frees them too,
+at three slopes.
 """
 
 from __future__ import annotations

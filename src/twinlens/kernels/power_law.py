@@ -57,8 +57,9 @@ points): 2e-14 at ``q = 0.06``, 3e-12 at 0.05, 1e-7 at 0.03, 4e-3 at 0.01, 0.5 a
 Hence ``TRACED_Q_MIN`` = 0.06, where the tail bound is below 7e-13 for every slope in (1, 3):
 :class:`~twinlens.mass.PowerLaw` refuses flatter ellipticities (an error when they are
 concrete, ``-inf`` in a search), so that a search gives the same answers on every backend.
-More traced terms would cost memory in every gradient: reverse mode through the summing loop
-keeps ``N_TRACED`` partial sums per point (213 MB for 40,000 points at 256 terms).
+More traced terms would lengthen the longest sum, a scan, that the flattest lenses run. The
+JAX kernels' derivatives are series summed forward in closed form, not reverse mode through
+the summing loop (:mod:`twinlens.kernels.power_law_series`).
 
 **At the exact centre** (``dx = dy = 0``), where the convergence diverges for every slope and
 the deflection for ``slope > 2`` (it tends to 0 for ``slope < 2`` and is direction-dependent at
@@ -89,6 +90,7 @@ from twinlens.kernels.power_law_blocked import (
     rows_impl,
     series_rows_loop,
 )
+from twinlens.kernels.power_law_series import SeriesOfSlope, horner
 from twinlens.kernels.registry import Kernel, KernelFamily
 from twinlens.kernels.tolerance import Tolerance
 
@@ -221,87 +223,14 @@ def _zero_the_tail(coef: Any, e1: Any, e2: Any) -> Any:
     return jnp.where(jnp.cumprod(keep).astype(bool), coef, 0.0)
 
 
-def _horner(zr, zi, coef):
-    # numpy (arrays) and numba (scalars): sum c_k Z^k as E(W) + Z O(W), W = Z^2, with E and O
-    # the even and odd coefficients: two independent Horner chains halve the latency of one.
-    n = coef.shape[0]
-    wr = zr * zr - zi * zi
-    wi = 2.0 * zr * zi
-    k = 2 * ((n - 1) // 2)  # the highest even index
-    er = coef[k] + 0.0 * zr
-    ei = 0.0 * zr
-    while k >= 2:
-        k -= 2
-        er, ei = er * wr - ei * wi + coef[k], er * wi + ei * wr
-    if n == 1:
-        return er, ei
-    k = 2 * (n // 2) - 1  # the highest odd index
-    orr = coef[k] + 0.0 * zr
-    oi = 0.0 * zr
-    while k >= 3:
-        k -= 2
-        orr, oi = orr * wr - oi * wi + coef[k], orr * wi + oi * wr
-    return er + orr * zr - oi * zi, ei + orr * zi + oi * zr
-
-
-# Horner steps unrolled in the traced program up to this length (XLA then fuses the whole sum
-# into one pass over the points); longer sums (a traced ellipticity's) pick the shortest of a
-# few unrolled lengths that holds the non-zero coefficients.
-_UNROLL_MAX = 64
-
-
-@cache
-def _horner_jax_factory():
-    jax = jax_runtime.load()
-
-    def horner(zr, zi, coef):
-        n = coef.shape[0]  # static
-        if n <= _UNROLL_MAX:
-            return _horner(zr, zi, coef)
-        # A traced ellipticity: the tail beyond the terms it needs is zero (_zero_the_tail).
-        # lax.switch runs one of a few fully unrolled sums (16, 32, 64, ... terms), the
-        # shortest that holds every non-zero coefficient: XLA fuses it into one pass over the
-        # points, and the branches not taken cost nothing.
-        # Sums longer than _UNROLL_MAX run as a scan: fully unrolled, their expression depth
-        # overflowed the stack of XLA's CPU code generator (a segfault while compiling).
-        lengths = [L for L in (16, 32, _UNROLL_MAX) if L < n] + [n]
-        active = jax.numpy.sum(coef != 0.0)
-        index = jax.numpy.sum(active > jax.numpy.asarray(lengths[:-1]))
-        branches = [
-            lambda zr, zi, c, L=L: (_horner if L <= _UNROLL_MAX else _horner_scan)(zr, zi, c[:L])
-            for L in lengths
-        ]
-        return jax.lax.switch(index, branches, zr, zi, coef)
-
-    def _horner_scan(zr, zi, coef):
-        # the even/odd chains of _horner, as one scan over pairs of coefficients
-        n = coef.shape[0]
-        wr = zr * zr - zi * zi
-        wi = 2.0 * zr * zi
-        m = n // 2
-        pairs = coef[: 2 * m].reshape(m, 2)[::-1]  # rows (c_2k, c_2k+1), k descending
-        zero = 0.0 * zr
-        start = (coef[n - 1] + zero if n % 2 else zero, zero, zero, zero)
-
-        def step(carry, c):
-            er, ei, orr, oi = carry
-            return (
-                er * wr - ei * wi + c[0],
-                er * wi + ei * wr,
-                orr * wr - oi * wi + c[1],
-                orr * wi + oi * wr,
-            ), None
-
-        (er, ei, orr, oi), _ = jax.lax.scan(step, start, pairs, unroll=4)
-        return er + orr * zr - oi * zi, ei + orr * zi + oi * zr
-
-    return horner
-
-
-series = make_op("series", _horner, _horner_jax_factory, _horner, inline=False)
+series = make_op(
+    "series", horner, "twinlens.kernels.power_law_series.horner_jax", horner, inline=False
+)
 series.__doc__ = """``(Re F, Im F)`` of ``F(Z) = sum_k coef[k] Z^k`` at ``Z = zr + i zi`` (Horner).
 
 ``coef`` from :func:`series_coefficients`; its length (static on JAX) is the number of terms.
+On JAX it may also be a :class:`~twinlens.kernels.power_law_series.SeriesOfSlope` (what the
+registered kernels pass: derivatives in closed form, :mod:`twinlens.kernels.power_law_series`).
 """
 
 
@@ -463,6 +392,10 @@ def _loop_impl(series: Kernel, backend: str, loop=None):
     return impl
 
 
+def _coefficients_of_slope(n_terms: int, slope: Any, e1: Any, e2: Any) -> Any:
+    return series_coefficients(e1, e2, slope, n_terms)
+
+
 @cache
 def _jax_program(quantity: str, n_terms: int):
     jax = jax_runtime.load()
@@ -471,7 +404,8 @@ def _jax_program(quantity: str, n_terms: int):
 
     def run(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope):
         shape = jnp.broadcast_shapes(jnp.shape(x), jnp.shape(y))
-        coef = series_coefficients(e1, e2, slope, n_terms)
+        # the coefficients as a function of the slope: the series' derivatives in closed form
+        coef = SeriesOfSlope(partial(_coefficients_of_slope, n_terms), slope, e1, e2)
         out = point(x, y, centre_x, centre_y, e1, e2, einstein_radius, slope, coef)
         out = out if isinstance(out, tuple) else (out,)
         return tuple(jnp.broadcast_to(o, shape) for o in out)

@@ -5,7 +5,7 @@ over points, so LLVM cannot vectorise, and each point pays the sum's full latenc
 parallel iteration takes ``BLOCK`` points: their set-up (with the vectorising exp and log in
 place of pow), then each Horner step for the whole block (the term loop outside, the point
 loop inside: vectorised), then the assembly. The same formulas as
-:mod:`twinlens.kernels.power_law`'s ``_setup``, ``_horner`` and ``deflections_series``
+:mod:`twinlens.kernels.power_law`'s ``_setup``, ``series`` and ``deflections_series``
 (validated against them on every call of ``twinlens validate``), within 7e-16 of the
 per-point loop.
 
@@ -63,7 +63,8 @@ def _deflections_block(x, y, start, cx, cy, e1, e2, einstein_radius, slope, coef
         zi[j] = zi_j
         wr[j] = zr_j * zr_j - zi_j * zi_j
         wi[j] = 2.0 * zr_j * zi_j
-    # the even and odd Horner chains of _horner, in W = Z^2, each step over the whole block
+    # the even and odd Horner chains of power_law_series.horner, in W = Z^2, each step over
+    # the whole block
     k = 2 * ((n_coef - 1) // 2)
     for j in range(m):
         er[j] = coef[k]

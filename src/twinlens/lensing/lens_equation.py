@@ -20,6 +20,11 @@ The method, the same on every backend:
 4. **Magnification and parity**: ``mu = 1 / det A`` (signed; infinite exactly on a critical
    curve) and ``parity = sign(det A)`` (+1 for minima and maxima, -1 for saddle points).
 
+On JAX the images' derivatives (with respect to the lens and the source) are the implicit
+function theorem's, ``d theta = A^-1 (d beta + d alpha)`` with ``d alpha`` at fixed ``theta``
+(``jax.custom_jvp``, every order): the search and the steps run without derivatives, so that
+reverse mode does not run back through every step and the mapped grid.
+
 Images are returned in grid order (by the first triangle that found them, rows of increasing
 ``y``, then increasing ``x``), padded to ``max_images`` with a mask, on every backend: one shape
 for numba and JAX, and a JAX program of fixed size that ``jit`` and ``vmap`` accept.
@@ -63,7 +68,9 @@ from twinlens.lensing.lens_equation_steps import (
     _lens_deflections,
     _newton,
     _newton_rows,
+    _root_derivatives,
     _triangle_table,
+    _without_derivatives,
     slot_layout,
 )
 from twinlens.lensing.tracer import Tracer
@@ -450,13 +457,18 @@ def _solve_jax(solver: ImageSolver, tracer: Tracer, source: Any) -> Images:
     table = solver.triangles()
     n_blocks, per_block = table.shape[:2]
     vx, vy = jnp.asarray(v[:, 0]), jnp.asarray(v[:, 1])
-    ax, ay = _lens_deflections(tracer, vx, vy, "jax")
+    # the search and Newton's steps run without derivatives: the images' derivatives are the
+    # lens equation's at its roots (_root_derivatives), so that reverse mode does not run
+    # back through every step and the mapped grid
+    fixed = _without_derivatives(tracer)
+    ax, ay = _lens_deflections(fixed, vx, vy, "jax")
     tri, image, boxes = _block_arrays(solver._layout, vx - ax, vy - ay, jnp)
     tri = tri.reshape(n_blocks, per_block, 6)
     image = image.reshape(n_blocks, per_block, 6)
     k, kb = solver.max_candidates, solver.max_blocks
 
-    def one(s: Any) -> Images:
+    def one(source: Any) -> Images:
+        s = jax.lax.stop_gradient(source)
         # the blocks whose box holds the source, then their triangles (as the numba loop)
         in_box = (
             (boxes[:, 0] - _SLACK <= s[0])
@@ -479,7 +491,8 @@ def _solve_jax(solver: ImageSolver, tracer: Tracer, source: Any) -> Images:
         x0, y0 = _first_guess(
             t.reshape(-1, 6)[index], image[blocks].reshape(-1, 6)[index], sx, sy, jnp
         )
-        x, y, alive = _newton(tracer, x0, y0, sx, sy, solver, "jax", jnp)
+        x, y, alive = _newton(fixed, x0, y0, sx, sy, solver, "jax", jnp)
+        x, y = _root_derivatives(tracer, x, y, source[0], source[1])
         searched_all = (n_in_box <= kb) & (count <= k)
         packed = _finish(tracer, x, y, sx, sy, valid & alive, searched_all, solver, "jax", jnp)
         return Images(*packed)

@@ -8,7 +8,7 @@ de-duplication and packing of the images. Each takes the array module ``xp`` (nu
 from __future__ import annotations
 
 import math
-from functools import cache
+from functools import cache, partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -215,6 +215,69 @@ def _newton(
         0, solver.newton_iterations, body, (x, y, xp.zeros(x.shape, dtype=int))
     )
     return x, y, clips <= _MAX_CLIPPED
+
+
+def _without_derivatives(tracer: Tracer) -> Tracer:
+    """``tracer`` with each JAX parameter under ``stop_gradient``; plain numbers stay as they
+    are (a concrete parameter still picks its branch)."""
+    import jax
+
+    def stop(value: Any) -> Any:
+        return jax.lax.stop_gradient(value) if isinstance(value, jax.Array) else value
+
+    return jax.tree_util.tree_map(stop, tracer)
+
+
+def _root_derivatives(tracer: Tracer, x: Any, y: Any, sx: Any, sy: Any) -> tuple[Any, Any]:
+    """Roots ``(x, y)`` of the lens equation found without derivatives (JAX), as they are,
+    given the implicit function theorem's derivatives: ``d theta = A^-1 (d beta + d alpha)``,
+    ``d alpha`` at fixed ``theta``. The rule is evaluated at the roots it returns, so that the
+    derivatives of every order are the theorem's. The tracer's JAX parameters are the
+    differentiated ones; its plain numbers stay as they are (a concrete one picks its branch)."""
+    import jax
+
+    leaves, tree = jax.tree_util.tree_flatten(tracer)
+    traced = [i for i, v in enumerate(leaves) if isinstance(v, jax.Array)]
+    fixed = [None if i in traced else v for i, v in enumerate(leaves)]
+
+    def rebuild(params: list) -> Tracer:
+        values = list(fixed)
+        for i, v in zip(traced, params, strict=True):
+            values[i] = v
+        return jax.tree_util.tree_unflatten(tree, values)
+
+    return _implicit_roots()(rebuild, [leaves[i] for i in traced], x, y, sx, sy)
+
+
+@cache
+def _implicit_roots() -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    @partial(jax.custom_jvp, nondiff_argnums=(0,))
+    def at_roots(rebuild: Any, params: list, x: Any, y: Any, sx: Any, sy: Any) -> Any:
+        return x, y
+
+    @at_roots.defjvp
+    def _(rebuild: Any, primals: tuple, tangents: tuple) -> tuple:
+        params, x, y, sx, sy = primals
+        d_params, _, _, d_sx, d_sy = tangents  # the roots were found without derivatives
+        roots = at_roots(rebuild, params, x, y, sx, sy)  # the rule again at higher orders
+        # a candidate that is no root may hold anything: its derivative is 0, never NaN
+        ok = jnp.isfinite(roots[0]) & jnp.isfinite(roots[1])
+        rx, ry = jnp.where(ok, roots[0], 0.0), jnp.where(ok, roots[1], 0.0)
+        _, (d_ax, d_ay) = jax.jvp(
+            lambda p: _lens_deflections(rebuild(p), rx, ry, "jax"), (params,), (d_params,)
+        )
+        a11, a12, a21, a22 = _jacobian(rebuild(params), rx, ry, "jax")
+        det = a11 * a22 - a12 * a21
+        det = jnp.where(jnp.abs(det) < 1e-100, jnp.copysign(1e-100, det), det)
+        bx, by = d_sx + d_ax, d_sy + d_ay
+        dx = jnp.where(ok, (a22 * bx - a12 * by) / det, 0.0)
+        dy = jnp.where(ok, (a11 * by - a21 * bx) / det, 0.0)
+        return roots, (dx, dy)
+
+    return at_roots
 
 
 def _newton_rows(

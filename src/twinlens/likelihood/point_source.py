@@ -16,7 +16,8 @@ that minimises
 
 When the lens makes a different number of images than were observed, the log-likelihood is
 ``-inf`` (a missing or extra image is no fit at all); it is never NaN. The images are found by a
-grid search, so this term is not differentiable in the lens parameters.
+grid search; on JAX the term's derivatives are those of the found images (the implicit function
+theorem's, :mod:`twinlens.lensing.lens_equation`), the count and the pairing held as they are.
 
 **Image positions, in the source plane** (``positions = "source"``). Each observed image is
 ray-traced back, ``beta_i = theta_i - alpha(theta_i)``. To first order a displacement
@@ -45,8 +46,7 @@ observed positions (:func:`~twinlens.lensing.point_sources.fermat_potential`) gi
 plane by plane) at the observed positions, scaled to ``PointSource.h0`` when it is given, and
 ``PointSource.time_delay_distance`` is not used.
 
-All terms run on numba, numpy and JAX (``jit``; the source-plane, flux and delay terms also
-``grad``), with the same values.
+All terms run on numba, numpy and JAX (``jit`` and ``grad``), with the same values.
 """
 
 from __future__ import annotations
