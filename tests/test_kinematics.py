@@ -465,7 +465,11 @@ def test_moffat_converges_in_its_orders(monkeypatch, aperture, beta):
     assert abs(base / fine - 1) < 1e-10
 
 
-@pytest.mark.parametrize("aperture", [K.CircularAperture(0.6), K.Slit(1.5, 0.8)])
+@pytest.mark.parametrize(
+    "aperture",
+    # the slit's program is the costlier compile; its window is checked against dblquad above
+    [K.CircularAperture(0.6), pytest.param(K.Slit(1.5, 0.8), marks=pytest.mark.slow)],
+)
 def test_moffat_numba_jax_and_grad(aperture):
     def sigma(fwhm, beta, backend="jax"):
         args = (K.PowerLawMass(1.2, 2.1), K.Hernquist(0.9), K.OsipkovMerritt(0.9), aperture)

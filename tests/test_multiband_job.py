@@ -78,12 +78,18 @@ sersic_index = 1.0
 OWN_PRIOR = f'own = {{"{OWN}" = {{uniform = [0.1, 0.6]}}}}'
 
 
-def _config(directory: Path, bands: str | None = None) -> Path:
+def _config(directory: Path, bands: str | None = None, short: bool = False) -> Path:
+    """The two-band configuration; ``short``: a search too short to recover anything, for
+    tests of what a run writes and when it runs again."""
     if bands is None:
         bands = _band("blue") + _band("red", OWN_PRIOR)
     path = directory / "fit.toml"
-    path.write_text(CONFIG.format(bands=bands))
+    path.write_text(_shortened(CONFIG.format(bands=bands), short))
     return path
+
+
+def _shortened(text: str, short: bool = True) -> str:
+    return text.replace("n_live = 60\nn_eff = 300", "n_live = 30\nn_eff = 40") if short else text
 
 
 def test_a_two_band_fit_writes_each_bands_results_and_recovers_the_colour_gradient(
@@ -136,12 +142,12 @@ def test_a_bands_own_astrometric_offset(tmp_path):
 
 def test_changing_one_bands_data_refits_and_says_which(tmp_path, capsys):
     _write_bands(tmp_path)
-    run_fit(load_config(_config(tmp_path)), progress=False, plot=False)
+    run_fit(load_config(_config(tmp_path, short=True)), progress=False, plot=False)
     first = (tmp_path / "out" / "result.json").read_text()
     data, scale = fits_io.read_image(tmp_path / "red" / "data.fits")
     fits_io.write_image(tmp_path / "red" / "data.fits", np.asarray(data) * 1.01, scale, True)
     capsys.readouterr()
-    run_fit(load_config(_config(tmp_path)), progress=False, plot=False)
+    run_fit(load_config(_config(tmp_path, short=True)), progress=False, plot=False)
     said = capsys.readouterr().out
     assert "red data" in said and "blue data" not in said
     (aside,) = tmp_path.glob("out.stale-*")
@@ -185,7 +191,7 @@ def _band_catalogue(folder: Path, rows: str) -> Path:
     for name in BANDS:  # the template names no files: each lens's row does
         for kind in ("data", "noise_map", "psf"):
             template = template.replace(f'{kind} = "{name}/{kind}.fits"\n', "")
-    (folder / "template.toml").write_text(template.replace('output = "out"\n', ""))
+    (folder / "template.toml").write_text(_shortened(template.replace('output = "out"\n', "")))
     (folder / "lenses.csv").write_text(rows)
     path = folder / "catalogue.toml"
     path.write_text('template = "template.toml"\ncatalogue = "lenses.csv"\noutput = "cat"\n')
@@ -228,6 +234,7 @@ def test_multiband_catalogue_mistakes_name_the_band(tmp_path, rows, message):
         load_catalogue(_band_catalogue(tmp_path, rows))
 
 
+@pytest.mark.slow  # a whole pixelised fit; tests/test_multiband.py checks its likelihood
 def test_a_pixelised_source_in_each_band_with_the_red_bands_own_coefficient(tmp_path):
     _write_bands(tmp_path)
     coefficient = "sources[0].pixelization.regularization.coefficient"
