@@ -3,8 +3,8 @@
 Each new nautilus bound fits ellipsoids to the live points (its union of ellipsoids, and the
 neural bound's outer ellipsoid) with a modified Khachiyan algorithm:
 ``nautilus.bounds.basic.minimum_volume_enclosing_ellipsoid``. Its iteration runs in Python,
-a Cholesky inverse of a small matrix per step, thousands of steps per ellipsoid, and on a fast
-likelihood that is a large share of a whole fit (``docs/benchmarks.rst``, "Time to a
+a Cholesky inverse of a small matrix per step, up to ``n_max x n_batch`` steps per ellipsoid,
+and on a fast likelihood that is a large share of a whole fit (``docs/benchmarks.rst``, "Time to a
 posterior").
 
 :func:`enclosing_ellipsoid` takes the same steps compiled by numba: from the same start, the
